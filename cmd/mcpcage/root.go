@@ -1,0 +1,127 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// version is set at release time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// IOStreams is the one place commands read and write, so tests can use buffers.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+	// InTTY and OutTTY say whether stdin and stdout are terminals (prompts, colour).
+	InTTY, OutTTY bool
+}
+
+// Color reports whether output may use ANSI colour: on a terminal, unless NO_COLOR is set.
+func (s *IOStreams) Color() bool {
+	return s.OutTTY && os.Getenv("NO_COLOR") == ""
+}
+
+func systemStreams() *IOStreams {
+	return &IOStreams{
+		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
+		InTTY:  term.IsTerminal(int(os.Stdin.Fd())),
+		OutTTY: term.IsTerminal(int(os.Stdout.Fd())),
+	}
+}
+
+// commands holds the constructors of the top-level commands. Each command's
+// file adds itself in an init function, so commands stay independent.
+var commands []func(*IOStreams) *cobra.Command
+
+func addCommand(f func(*IOStreams) *cobra.Command) { commands = append(commands, f) }
+
+// ExitError ends the program with Code after printing Err (when not nil).
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// HintError is an error with a second line that says what to do.
+type HintError struct {
+	Err  error
+	Hint string
+}
+
+func (e *HintError) Error() string { return e.Err.Error() }
+func (e *HintError) Unwrap() error { return e.Err }
+
+// withHint wraps err with a hint line printed after it.
+func withHint(err error, format string, args ...any) error {
+	return &HintError{Err: err, Hint: fmt.Sprintf(format, args...)}
+}
+
+func newRootCmd(io *IOStreams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mcpcage",
+		Short: "Every MCP server in its own cage",
+		Long: `mcpcage runs each MCP server in a Docker container with no network, a
+read-only disk and no access to your home directory, pins its tools on first
+use, points out signs of hidden instructions, and keeps a chained audit log.`,
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.ErrOut)
+	for _, f := range commands {
+		root.AddCommand(f(io))
+	}
+	return root
+}
+
+// Main runs the command line and returns the exit status.
+func Main() int {
+	return run(systemStreams(), os.Args[1:])
+}
+
+func run(io *IOStreams, args []string) int {
+	root := newRootCmd(io)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var exit *ExitError
+	code := 1
+	if errors.As(err, &exit) {
+		code = exit.Code
+		if exit.Err == nil {
+			return code
+		}
+	}
+	fmt.Fprintf(io.ErrOut, "mcpcage: error: %s\n", strings.TrimSpace(err.Error()))
+	var hint *HintError
+	if errors.As(err, &hint) && hint.Hint != "" {
+		fmt.Fprintf(io.ErrOut, "mcpcage: hint: %s\n", hint.Hint)
+	}
+	return code
+}

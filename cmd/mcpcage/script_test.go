@@ -1,0 +1,39 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// scriptCommands are the programs testscript scripts can exec besides mcpcage
+// itself. Test files add fixtures here from init functions.
+var scriptCommands = map[string]func(){}
+
+func TestMain(m *testing.M) {
+	cmds := map[string]func(){"mcpcage": func() { os.Exit(Main()) }}
+	for k, v := range scriptCommands {
+		cmds[k] = v
+	}
+	testscript.Main(m, cmds)
+}
+
+// TestScripts runs testdata/script/*.txtar: the command line as a user sees it.
+// Each script gets its own $MCPCAGE_HOME and $HOME under its work directory.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("MCPCAGE_HOME", env.WorkDir+"/.mcpcage")
+			env.Setenv("HOME", env.WorkDir+"/home")
+			env.Setenv("NO_COLOR", "1")
+			for _, k := range []string{"DOCKER_HOST", "MCPCAGE_IMAGE_NODE", "MCPCAGE_IMAGE_PYTHON", "PATH"} {
+				if v, ok := os.LookupEnv(k); ok {
+					env.Setenv(k, v)
+				}
+			}
+			return os.MkdirAll(env.WorkDir+"/home", 0o755)
+		},
+	})
+}
