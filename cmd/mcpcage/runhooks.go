@@ -1,0 +1,68 @@
+package main
+
+import (
+	"sort"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mcpcage/mcpcage/internal/launch"
+	"github.com/mcpcage/mcpcage/internal/proxy"
+)
+
+// RunContext is what a policy builder knows about the session `mcpcage run`
+// is starting.
+type RunContext struct {
+	IO     *IOStreams
+	Name   string        // the server's identity (--name, else derived from the launch)
+	Launch launch.Launch // what runs in the cage
+	Home   string        // $MCPCAGE_HOME, resolved
+}
+
+// runExtension lets a concern (pinning, scanning, auditing) add its flags to
+// `mcpcage run` and a policy to the proxy, each from its own file, so run.go
+// never has to know them.
+type runExtension struct {
+	// Order places the policy in the chain: lower runs first
+	// (tool filters and pins 10, scanner 20, audit 30).
+	Order int
+	// Flags adds the extension's flags to `mcpcage run` (and the commands
+	// that share its flags). May be nil.
+	Flags func(fs *pflag.FlagSet)
+	// Policy builds the policy for one session after flags are parsed; a nil
+	// policy with a nil error means "nothing to do this session".
+	Policy func(rc *RunContext) (proxy.Policy, error)
+}
+
+var runExtensions []runExtension
+
+func addRunExtension(e runExtension) {
+	runExtensions = append(runExtensions, e)
+	sort.SliceStable(runExtensions, func(i, j int) bool { return runExtensions[i].Order < runExtensions[j].Order })
+}
+
+// runPolicies builds the policy chain for one session, in order.
+func runPolicies(rc *RunContext) ([]proxy.Policy, error) {
+	var ps []proxy.Policy
+	for _, e := range runExtensions {
+		if e.Policy == nil {
+			continue
+		}
+		p, err := e.Policy(rc)
+		if err != nil {
+			return nil, err
+		}
+		if p != nil {
+			ps = append(ps, p)
+		}
+	}
+	return ps, nil
+}
+
+// addRunFlags adds every extension's flags to fs.
+func addRunFlags(fs *pflag.FlagSet) {
+	for _, e := range runExtensions {
+		if e.Flags != nil {
+			e.Flags(fs)
+		}
+	}
+}
