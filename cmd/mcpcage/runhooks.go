@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"sort"
 
 	"github.com/spf13/pflag"
@@ -65,4 +66,22 @@ func addRunFlags(fs *pflag.FlagSet) {
 			e.Flags(fs)
 		}
 	}
+}
+
+// serveSession relays the client's stdio to srv through the policy chain
+// until the session ends, and returns the server's exit status. `mcpcage run`
+// calls it with a caged server; tests call it with a plain process.
+func serveSession(ctx context.Context, rc *RunContext, srv proxy.Server, maxLine int) (int, error) {
+	policies, err := runPolicies(rc)
+	if err != nil {
+		_ = srv.Stop(ctx)
+		return 1, err
+	}
+	sess := &proxy.Session{Name: rc.Name, Launch: rc.Launch}
+	return proxy.Run(ctx, proxy.Config{
+		Session:  sess,
+		Policies: policies,
+		MaxLine:  maxLine,
+		Stderr:   rc.IO.ErrOut,
+	}, rc.IO.In, rc.IO.Out, srv)
 }
