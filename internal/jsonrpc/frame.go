@@ -1,0 +1,110 @@
+package jsonrpc
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// DefaultMaxLine is the largest message accepted when no limit is given.
+const DefaultMaxLine = 16 << 20
+
+// LineTooLongError is returned by Reader.ReadLine for a line over the limit.
+// The line has been consumed and discarded; the Reader can go on.
+type LineTooLongError struct{ Max int }
+
+func (e *LineTooLongError) Error() string {
+	return fmt.Sprintf("message longer than the limit of %d bytes", e.Max)
+}
+
+// Reader splits a stream into lines: newline-delimited JSON-RPC framing.
+// A line ends at "\n"; a "\r" before it is dropped as well. Lines over the
+// limit are skipped without being held in memory.
+type Reader struct {
+	br  *bufio.Reader
+	max int
+}
+
+// NewReader returns a Reader of r that refuses lines longer than max bytes
+// (max <= 0 means DefaultMaxLine).
+func NewReader(r io.Reader, max int) *Reader {
+	if max <= 0 {
+		max = DefaultMaxLine
+	}
+	return &Reader{br: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+// ReadLine returns the next line without its terminator, in a slice the
+// caller owns. Its capacity holds one more byte, a '\n', so that a Writer can
+// send the line and its terminator in one write without copying.
+// A last line without a terminator is returned before io.EOF.
+func (r *Reader) ReadLine() ([]byte, error) {
+	var acc []byte
+	tooLong := false
+	for {
+		frag, err := r.br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			if !tooLong {
+				if len(acc)+len(frag) > r.max+1 { // +1: a "\r" may still be dropped
+					tooLong, acc = true, nil
+				} else {
+					acc = append(acc, frag...)
+				}
+			}
+			continue
+		}
+		if err != nil && (err != io.EOF || len(frag)+len(acc) == 0 && !tooLong) {
+			if err == io.EOF {
+				return nil, io.EOF
+			}
+			return nil, err
+		}
+		if tooLong {
+			return nil, &LineTooLongError{Max: r.max}
+		}
+		frag = bytes.TrimSuffix(frag, []byte{'\n'})
+		n := len(acc) + len(frag)
+		if n > 0 && (len(frag) > 0 && frag[len(frag)-1] == '\r' || len(frag) == 0 && acc[len(acc)-1] == '\r') {
+			n--
+		}
+		if n > r.max {
+			return nil, &LineTooLongError{Max: r.max}
+		}
+		line := make([]byte, n+1)
+		c := copy(line, acc)
+		copy(line[c:n], frag)
+		line[n] = '\n'
+		return line[:n], nil
+	}
+}
+
+// Writer writes whole messages, one per line, each in a single Write, and is
+// safe for concurrent use: two messages never interleave.
+type Writer struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
+}
+
+// NewWriter returns a Writer to w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// WriteMessage writes msg and a newline. msg must be one complete message
+// without a terminator.
+func (w *Writer) WriteMessage(msg []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(msg)
+	if cap(msg) > n && msg[:n+1][n] == '\n' {
+		_, err := w.w.Write(msg[:n+1])
+		return err
+	}
+	w.buf = append(append(w.buf[:0], msg...), '\n')
+	_, err := w.w.Write(w.buf)
+	if cap(w.buf) > 1<<20 {
+		w.buf = nil // don't pin one huge message's buffer for the session
+	}
+	return err
+}
