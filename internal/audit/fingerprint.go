@@ -1,0 +1,66 @@
+package audit
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// fingerprintTag separates argument fingerprints from every other use of the
+// key; the "raw" variant is for arguments that cannot be canonicalized, so the
+// two can never collide.
+const (
+	fingerprintTag    = "mcpcage-audit-args-v1"
+	fingerprintRawTag = "mcpcage-audit-args-raw-v1"
+)
+
+// Fingerprint returns the argument fingerprint of one tools/call:
+//
+//	HMAC-SHA256(args-key, tag 0x00 || u32be(len(server)) || server ||
+//	            u32be(len(tool)) || tool || JCS(arguments))
+//
+// hex encoded, where JCS is RFC 8785 canonical JSON and absent arguments
+// count as {}. A keyed MAC, not a hash: arguments are often guessable (a path,
+// a yes/no), and a plain hash of them could be reversed by trying guesses.
+// The same arguments to the same tool of the same server give the same
+// fingerprint on this machine, so repeated calls can be matched up without
+// the values ever being stored.
+func Fingerprint(key []byte, server, tool string, arguments []byte) string {
+	tag := fingerprintTag
+	canon := []byte("{}")
+	if len(arguments) > 0 {
+		v := jsontext.Value(append([]byte(nil), arguments...))
+		if err := v.Canonicalize(); err == nil {
+			canon = v
+		} else {
+			tag, canon = fingerprintRawTag, arguments
+		}
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(tag))
+	m.Write([]byte{0})
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(len(server)))
+	m.Write(n[:])
+	m.Write([]byte(server))
+	binary.BigEndian.PutUint32(n[:], uint32(len(tool)))
+	m.Write(n[:])
+	m.Write([]byte(tool))
+	m.Write(canon)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// DefinitionHash is the hash the audit log records for a tool definition:
+// SHA-256 of its RFC 8785 canonical JSON, hex encoded ("" when the definition
+// is not valid JSON).
+func DefinitionHash(def []byte) string {
+	v := jsontext.Value(append([]byte(nil), def...))
+	if err := v.Canonicalize(); err != nil {
+		return ""
+	}
+	s := sha256.Sum256(v)
+	return hex.EncodeToString(s[:])
+}

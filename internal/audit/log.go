@@ -1,0 +1,528 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/mcpcage/mcpcage/internal/home"
+)
+
+// Defaults for Options.
+const (
+	DefaultMaxFileSize     = 64 << 20
+	DefaultCheckpointEvery = 256
+)
+
+// Names inside the log directory.
+const (
+	CheckpointName = "checkpoint"
+	lockName       = "lock"
+)
+
+// Options says where a log lives and how it is kept.
+type Options struct {
+	Dir    string // the log directory: log files, checkpoint, lock
+	KeyDir string // where audit.key lives; keep it outside Dir
+	// MaxFileSize starts a new log file once the active one would grow past
+	// it; 0 means DefaultMaxFileSize.
+	MaxFileSize int64
+	// CheckpointEvery signs a checkpoint after every this many records (and
+	// after the first record, and on Close); 0 means DefaultCheckpointEvery.
+	CheckpointEvery uint64
+	// Anchor, when set, is a file (ideally on another device) that receives
+	// a copy of every checkpoint and never goes backwards.
+	Anchor string
+	// AnchorCommand, when set, is run with /bin/sh -c and given every signed
+	// checkpoint on its standard input.
+	AnchorCommand string
+	// Warn receives problems that do not stop a record from being written
+	// (an anchor that is ahead of the log, a failing anchor command).
+	Warn func(error)
+	Now  func() time.Time
+}
+
+// Environment variables read by DefaultOptions.
+const (
+	EnvAnchor        = "MCPCAGE_AUDIT_ANCHOR"
+	EnvAnchorCommand = "MCPCAGE_AUDIT_ANCHOR_CMD"
+)
+
+// DefaultOptions is the log of this user: $MCPCAGE_HOME/audit with keys in
+// $MCPCAGE_HOME/keys, anchors from the environment.
+func DefaultOptions() (Options, error) {
+	dir, err := home.Sub("audit")
+	if err != nil {
+		return Options{}, err
+	}
+	keys, err := home.Sub("keys")
+	if err != nil {
+		return Options{}, err
+	}
+	return Options{
+		Dir: dir, KeyDir: keys,
+		Anchor:        os.Getenv(EnvAnchor),
+		AnchorCommand: os.Getenv(EnvAnchorCommand),
+	}, nil
+}
+
+// Log appends records. Any number of Logs, in any number of processes, may
+// append to one directory at once: each append holds an exclusive file lock
+// from reading the head to the fsync of the new line.
+type Log struct {
+	opts Options
+	keys *Keys
+	mac  *mac
+	lock *flock.Flock
+
+	mu     sync.Mutex
+	closed bool
+	f      *os.File // the active file, opened for appending
+	fIdx   int
+	// The head as this Log last left it; valid while the active file still
+	// has the same index and size when the lock is next taken.
+	head         head
+	appended     bool   // records written since this Log's last checkpoint
+	checkpointed uint64 // seq of this Log's last checkpoint
+}
+
+type head struct {
+	idx  int // active file index, 1-based
+	size int64
+	seq  uint64
+	hash string
+	torn *tornTail
+}
+
+type tornTail struct {
+	idx    int
+	offset int64
+	data   []byte
+}
+
+// Open opens (creating when needed) the log and its keys.
+func Open(opts Options) (*Log, error) {
+	if opts.Dir == "" || opts.KeyDir == "" {
+		return nil, errors.New("audit: Options.Dir and Options.KeyDir are required")
+	}
+	if opts.MaxFileSize <= 0 {
+		opts.MaxFileSize = DefaultMaxFileSize
+	}
+	if opts.CheckpointEvery == 0 {
+		opts.CheckpointEvery = DefaultCheckpointEvery
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Warn == nil {
+		opts.Warn = func(error) {}
+	}
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	k, err := LoadOrCreateKeys(opts.KeyDir)
+	if err != nil {
+		return nil, err
+	}
+	return &Log{opts: opts, keys: k, mac: newMAC(k.MAC), lock: flock.New(filepath.Join(opts.Dir, lockName), flock.SetPermissions(0o600))}, nil
+}
+
+// Keys returns the log's keys (for argument fingerprints).
+func (l *Log) Keys() *Keys { return l.keys }
+
+// Fingerprint is Fingerprint with this log's argument key.
+func (l *Log) Fingerprint(server, tool string, arguments []byte) string {
+	return Fingerprint(l.keys.Args, server, tool, arguments)
+}
+
+// FileName is the name of log file number idx (1-based).
+func FileName(idx int) string { return fmt.Sprintf("log-%06d.jsonl", idx) }
+
+func parseFileName(name string) (int, bool) {
+	s, ok := strings.CutPrefix(name, "log-")
+	if !ok {
+		return 0, false
+	}
+	s, ok = strings.CutSuffix(s, ".jsonl")
+	if !ok || len(s) < 6 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || FileName(n) != name {
+		return 0, false
+	}
+	return n, true
+}
+
+// Files lists the log files of dir by index.
+func Files(dir string) ([]int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var idx []int
+	for _, e := range ents {
+		if n, ok := parseFileName(e.Name()); ok && e.Type().IsRegular() {
+			idx = append(idx, n)
+		}
+	}
+	sort.Ints(idx)
+	return idx, nil
+}
+
+// Append writes one record and returns its sequence number. When it returns
+// nil the line is on disk (fsync). fields is a JSON object: a value that
+// encoding/json marshals to one, or json.RawMessage.
+func (l *Log) Append(kind string, fields any) (uint64, error) {
+	var fb []byte
+	switch f := fields.(type) {
+	case json.RawMessage:
+		fb = f
+	case nil:
+		fb = []byte("{}")
+	default:
+		var err error
+		if fb, err = json.Marshal(f); err != nil {
+			return 0, fmt.Errorf("audit: %w", err)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, errors.New("audit: log is closed")
+	}
+	if err := l.lock.Lock(); err != nil {
+		return 0, fmt.Errorf("audit: lock %s: %w", l.lock.Path(), err)
+	}
+	defer l.lock.Unlock()
+	h, err := l.readHead()
+	if err != nil {
+		return 0, err
+	}
+	if h.torn != nil {
+		if err := l.recover(&h); err != nil {
+			return 0, err
+		}
+	}
+	seq, err := l.appendLocked(&h, kind, fb)
+	if err != nil {
+		return 0, err
+	}
+	if seq == 1 || seq%l.opts.CheckpointEvery == 0 {
+		if err := l.checkpointLocked(h); err != nil {
+			return seq, err
+		}
+	}
+	return seq, nil
+}
+
+// recover cuts a torn tail (a write that a crash interrupted: never
+// acknowledged, so nothing that was promised is lost) and writes a recovery
+// record that names what was cut, so the chain goes on and the cut is visible.
+func (l *Log) recover(h *head) error {
+	t := h.torn
+	name := filepath.Join(l.opts.Dir, FileName(t.idx))
+	if err := os.Truncate(name, t.offset); err != nil {
+		return fmt.Errorf("audit: cannot cut torn record: %w", err)
+	}
+	if f, err := os.OpenFile(name, os.O_WRONLY, 0); err == nil {
+		_ = f.Sync()
+		f.Close()
+	}
+	sum := sha256.Sum256(t.data)
+	h.torn = nil
+	h.size = t.offset
+	if t.idx != h.idx { // cannot happen: a torn tail is always in the active file
+		return errors.New("audit: torn record outside the active file")
+	}
+	_, err := l.appendLocked(h, "recovery", map[string]any{
+		"file": FileName(t.idx), "offset": t.offset, "torn_bytes": len(t.data),
+		"torn_sha256": hex.EncodeToString(sum[:]),
+	})
+	return err
+}
+
+func (l *Log) appendLocked(h *head, kind string, fields any) (uint64, error) {
+	var fb []byte
+	if raw, ok := fields.([]byte); ok {
+		fb = raw
+	} else {
+		var err error
+		if fb, err = json.Marshal(fields); err != nil {
+			return 0, err
+		}
+	}
+	seq := h.seq + 1
+	line, err := encodeLine(l.mac, seq, l.opts.Now(), h.hash, kind, fb)
+	if err != nil {
+		return 0, err
+	}
+	idx := h.idx
+	if h.size > 0 && h.size+int64(len(line)) > l.opts.MaxFileSize {
+		idx++
+	}
+	if l.f == nil || l.fIdx != idx {
+		if l.f != nil {
+			l.f.Close()
+			l.f = nil
+		}
+		name := filepath.Join(l.opts.Dir, FileName(idx))
+		_, statErr := os.Stat(name)
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return 0, fmt.Errorf("audit: %w", err)
+		}
+		if statErr != nil {
+			syncDir(l.opts.Dir)
+		}
+		l.f, l.fIdx = f, idx
+	}
+	if idx != h.idx {
+		h.idx, h.size = idx, 0
+	}
+	if _, err := l.f.Write(line); err != nil {
+		return 0, fmt.Errorf("audit: write: %w", err)
+	}
+	if err := l.f.Sync(); err != nil {
+		return 0, fmt.Errorf("audit: sync: %w", err)
+	}
+	h.size += int64(len(line))
+	h.seq = seq
+	h.hash = LineHash(line[:len(line)-1])
+	l.head = *h
+	l.appended = true
+	return seq, nil
+}
+
+// readHead finds the last record under the lock. It trusts the cached head
+// only while the active file has exactly the size this Log left it at.
+func (l *Log) readHead() (head, error) {
+	files, err := Files(l.opts.Dir)
+	if err != nil {
+		return head{}, err
+	}
+	if len(files) == 0 {
+		return head{idx: 1, hash: GenesisPrev}, nil
+	}
+	last := files[len(files)-1]
+	st, err := os.Stat(filepath.Join(l.opts.Dir, FileName(last)))
+	if err != nil {
+		return head{}, err
+	}
+	if l.head.idx == last && l.head.size == st.Size() && l.head.seq > 0 {
+		return l.head, nil
+	}
+	h := head{idx: last, size: st.Size()}
+	line, torn, err := lastLine(filepath.Join(l.opts.Dir, FileName(last)), st.Size())
+	if err != nil {
+		return head{}, err
+	}
+	if torn != nil {
+		h.torn = &tornTail{idx: last, offset: st.Size() - int64(len(torn)), data: torn}
+	}
+	// An active file with no complete line takes its head from the file
+	// before it (a crash right after rotation).
+	for i := len(files) - 2; line == nil && i >= 0; i-- {
+		p := filepath.Join(l.opts.Dir, FileName(files[i]))
+		pst, err := os.Stat(p)
+		if err != nil {
+			return head{}, err
+		}
+		var ptorn []byte
+		line, ptorn, err = lastLine(p, pst.Size())
+		if err != nil {
+			return head{}, err
+		}
+		if ptorn != nil {
+			return head{}, fmt.Errorf("audit: %s does not end with a complete record: run `mcpcage audit verify`", p)
+		}
+	}
+	if line == nil {
+		h.seq, h.hash = 0, GenesisPrev
+		return h, nil
+	}
+	var hd header
+	if err := splitLine(line, &hd); err != nil {
+		return head{}, fmt.Errorf("audit: the last record of %s is damaged: run `mcpcage audit verify`", FileName(last))
+	}
+	h.seq, h.hash = hd.seq, LineHash(line)
+	return h, nil
+}
+
+// lastLine returns the last complete line of a file (nil when none) and the
+// bytes after it that lack a newline (nil when none).
+func lastLine(path string, size int64) (line, torn []byte, err error) {
+	if size == 0 {
+		return nil, nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	// A torn tail is shorter than a line, so two lines' worth holds it and
+	// the complete line before it.
+	win := int64(2*MaxLine + 2)
+	if win > size {
+		win = size
+	}
+	buf := make([]byte, win)
+	if _, err := f.ReadAt(buf, size-win); err != nil && !errors.Is(err, io.EOF) {
+		return nil, nil, err
+	}
+	nl := bytes.LastIndexByte(buf, '\n')
+	if nl < 0 {
+		if win == size {
+			return nil, buf, nil
+		}
+		return nil, nil, fmt.Errorf("audit: the end of %s is damaged: run `mcpcage audit verify`", path)
+	}
+	if nl < len(buf)-1 {
+		torn = buf[nl+1:]
+	}
+	start := bytes.LastIndexByte(buf[:nl], '\n') + 1
+	if start == 0 && win < size {
+		return nil, nil, fmt.Errorf("audit: the last record of %s is too long: run `mcpcage audit verify`", path)
+	}
+	return buf[start:nl], torn, nil
+}
+
+// Checkpoint signs the current head now.
+func (l *Log) Checkpoint() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.lock.Lock(); err != nil {
+		return err
+	}
+	defer l.lock.Unlock()
+	h, err := l.readHead()
+	if err != nil {
+		return err
+	}
+	if h.seq == 0 {
+		return nil
+	}
+	return l.checkpointLocked(h)
+}
+
+func (l *Log) checkpointLocked(h head) error {
+	c := &Checkpoint{Records: h.seq, Head: h.hash, Time: l.opts.Now()}
+	signed, err := signCheckpoint(c, l.keys)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(l.opts.Dir, CheckpointName), signed, 0o644); err != nil {
+		return fmt.Errorf("audit: checkpoint: %w", err)
+	}
+	l.appended = false
+	l.checkpointed = h.seq
+	if l.opts.Anchor != "" {
+		if err := anchorFile(l.opts.Anchor, c, signed, l.keys, l.hashAt(h)); err != nil {
+			l.opts.Warn(err)
+		}
+	}
+	if l.opts.AnchorCommand != "" {
+		if err := anchorCommand(l.opts.AnchorCommand, signed); err != nil {
+			l.opts.Warn(err)
+		}
+	}
+	return nil
+}
+
+// Close signs a checkpoint when this Log wrote records since its last one,
+// and releases the files.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	appended := l.appended && !l.closed
+	l.mu.Unlock()
+	var err error
+	if appended {
+		err = l.Checkpoint()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		l.f.Close()
+		l.f = nil
+	}
+	l.closed = true
+	l.lock.Close()
+	return err
+}
+
+// AppendDefault writes one record to the user's log and checkpoints it:
+// for one-off events such as an approval, from a command that is not a
+// session.
+func AppendDefault(kind string, fields any) error {
+	opts, err := DefaultOptions()
+	if err != nil {
+		return err
+	}
+	l, err := Open(opts)
+	if err != nil {
+		return err
+	}
+	if _, err := l.Append(kind, fields); err != nil {
+		l.Close()
+		return err
+	}
+	return l.Close()
+}
+
+// hashAt returns a lookup of record hashes, searching from the newest file
+// back, since an anchor is normally only a few records behind the head.
+func (l *Log) hashAt(h head) func(seq uint64) (string, error) {
+	return func(seq uint64) (string, error) {
+		if seq == h.seq {
+			return h.hash, nil
+		}
+		files, err := Files(l.opts.Dir)
+		if err != nil {
+			return "", err
+		}
+		for i := len(files) - 1; i >= 0; i-- {
+			data, err := os.ReadFile(filepath.Join(l.opts.Dir, FileName(files[i])))
+			if err != nil {
+				return "", err
+			}
+			var hd header
+			first := true
+			for len(data) > 0 {
+				nl := bytes.IndexByte(data, '\n')
+				if nl < 0 {
+					break
+				}
+				line := data[:nl]
+				data = data[nl+1:]
+				if splitLine(line, &hd) != nil {
+					continue
+				}
+				if first && hd.seq > seq {
+					break
+				}
+				first = false
+				if hd.seq == seq {
+					return LineHash(line), nil
+				}
+			}
+		}
+		return "", fmt.Errorf("record %d not found", seq)
+	}
+}
