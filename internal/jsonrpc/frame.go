@@ -1,9 +1,12 @@
 package jsonrpc
 
 import (
+	"errors"
+
 	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/go-json-experiment/json/jsontext"
 	"io"
 	"sync"
 )
@@ -107,4 +110,38 @@ func (w *Writer) WriteMessage(msg []byte) error {
 		w.buf = nil // don't pin one huge message's buffer for the session
 	}
 	return err
+}
+
+// SplitBatch returns the elements of a JSON array line, each as its own
+// bytes (with capacity for a newline, as ReadLine gives). The elements are
+// not validated here: Parse each.
+func SplitBatch(line []byte) ([][]byte, error) {
+	// Lenient here so that one bad element does not hide the others: each
+	// element is then held to Parse's rules on its own.
+	d := jsontext.NewDecoder(bytes.NewReader(line), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	tok, err := d.ReadToken()
+	if err != nil {
+		return nil, err
+	}
+	if tok.Kind() != '[' {
+		return nil, errors.New("not a batch")
+	}
+	var out [][]byte
+	for d.PeekKind() != ']' {
+		v, err := d.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		b := make([]byte, len(v)+1)
+		copy(b, v)
+		b[len(v)] = '\n'
+		out = append(out, b[:len(v)])
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, errors.New("empty batch")
+	}
+	return out, nil
 }

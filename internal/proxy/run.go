@@ -1,10 +1,20 @@
 package proxy
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/mcpcage/mcpcage/internal/jsonrpc"
 )
 
 // Config sets up one proxied session.
@@ -22,9 +32,654 @@ type Config struct {
 	StopTimeout time.Duration
 }
 
+// Protocol versions the proxy understands. A session whose version is not
+// one of these is refused rather than relayed uninspected.
+var (
+	// HandshakeVersions are negotiated by initialize.
+	HandshakeVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+	// StatelessVersions are carried by every request in
+	// _meta["io.modelcontextprotocol/protocolVersion"]; no initialize.
+	StatelessVersions = []string{"2026-07-28"}
+)
+
+// MetaProtocolVersion is the _meta key of the stateless era.
+const MetaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+
+// batchVersion is the only protocol version in which batches are legal.
+const batchVersion = "2025-03-26"
+
+// KnownVersion reports whether v is a protocol version the proxy understands.
+func KnownVersion(v string) bool {
+	for _, k := range HandshakeVersions {
+		if v == k {
+			return true
+		}
+	}
+	for _, k := range StatelessVersions {
+		if v == k {
+			return true
+		}
+	}
+	return false
+}
+
+// ReservedIDPrefix starts the string ids of the proxy's own requests. The
+// rest of such an id is random per session, so no peer can guess it.
+const ReservedIDPrefix = "mcpcage-"
+
 // Run relays messages between the client (clientIn, clientOut) and srv until
 // the client goes away, ctx is cancelled or the server exits, then shuts the
 // server down and returns its exit status.
+//
+// On client EOF or cancellation the server's stdin is closed, the server gets
+// StopTimeout to exit, then it is stopped. If the server goes first, every
+// request of the client it left unanswered is answered with an error. If
+// clientIn is an io.Closer it is closed before Run returns, so that the
+// goroutine reading it ends. Every goroutine Run starts has ended when it
+// returns, except a read from a clientIn that cannot be closed.
 func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Writer, srv Server) (int, error) {
-	return 1, errors.New("proxy: not yet available")
+	if cfg.Session == nil {
+		cfg.Session = &Session{}
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = io.Discard
+	}
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = 2 * time.Second
+	}
+	if cfg.MaxLine <= 0 {
+		cfg.MaxLine = jsonrpc.DefaultMaxLine
+	}
+	var nonce [12]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		_ = srv.Stop(ctx)
+		return 1, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := &run{
+		cfg:        cfg,
+		sess:       cfg.Session,
+		srv:        srv,
+		ctx:        ctx,
+		log:        &lineWriter{w: cfg.Stderr},
+		toClient:   jsonrpc.NewWriter(clientOut),
+		toServer:   jsonrpc.NewWriter(srv.Stdin()),
+		idPrefix:   ReservedIDPrefix + hex.EncodeToString(nonce[:]) + "-",
+		pendingC2S: map[string]pending{},
+		pendingS2C: map[string]pending{},
+		own:        map[string]chan *jsonrpc.Message{},
+		serverGone: make(chan struct{}),
+	}
+	for _, p := range cfg.Policies {
+		if o, ok := p.(Observer); ok {
+			r.observers = append(r.observers, o)
+		}
+	}
+	r.sess.mu.Lock()
+	r.sess.call = r.call
+	r.sess.toClient = r.sendToClient
+	r.sess.mu.Unlock()
+	defer func() {
+		r.sess.mu.Lock()
+		r.sess.call, r.sess.toClient = nil, nil
+		r.sess.mu.Unlock()
+	}()
+	for _, p := range cfg.Policies {
+		if l, ok := p.(Lifecycle); ok {
+			l.SessionStart(ctx, r.sess)
+		}
+	}
+
+	var code int
+	var waitErr error
+	exited := make(chan struct{})
+	go func() { code, waitErr = srv.Wait(); close(exited) }()
+
+	stderrDone := make(chan struct{})
+	if se := srv.Stderr(); se != nil {
+		go func() { r.pumpStderr(se); close(stderrDone) }()
+	} else {
+		close(stderrDone)
+	}
+	go func() { r.pumpServer(); close(r.serverGone) }()
+	clientDone := make(chan struct{})
+	go func() { r.pumpClient(clientIn); close(clientDone) }()
+
+	select {
+	case <-clientDone:
+	case <-ctx.Done():
+	case <-r.serverGone:
+	}
+
+	// Shutdown: the server first, then whatever still waits on it.
+	r.closeServerStdin()
+	select {
+	case <-exited:
+	case <-time.After(cfg.StopTimeout):
+	}
+	stopCtx, stopCancel := context.WithTimeout(context.Background(), cfg.StopTimeout+5*time.Second)
+	stopErr := srv.Stop(stopCtx)
+	stopCancel()
+	select {
+	case <-exited:
+	case <-time.After(cfg.StopTimeout):
+		r.logf("the server did not exit after being stopped")
+		code, waitErr = 1, errors.New("server did not exit")
+	}
+	r.waitBounded(r.serverGone, "server output")
+	cancel() // fails the proxy's own pending Calls
+	r.asyncs.Wait()
+	r.failPending(code)
+	if c, ok := clientIn.(io.Closer); ok {
+		_ = c.Close()
+		<-clientDone
+	}
+	r.waitBounded(stderrDone, "server stderr")
+	for _, p := range cfg.Policies {
+		if l, ok := p.(Lifecycle); ok {
+			l.SessionEnd(context.WithoutCancel(ctx), r.sess, code)
+		}
+	}
+	if waitErr == nil && stopErr != nil {
+		waitErr = stopErr
+	}
+	return code, waitErr
+}
+
+// waitBounded waits for a pump to end, but not forever: a Server whose
+// streams outlive Stop must not hang the caller.
+func (r *run) waitBounded(done <-chan struct{}, what string) {
+	select {
+	case <-done:
+	case <-time.After(r.cfg.StopTimeout):
+		r.logf("%s still open after the server was stopped", what)
+	}
+}
+
+type pending struct {
+	id     jsonrpc.ID
+	method string
+	params []byte
+}
+
+type run struct {
+	cfg       Config
+	sess      *Session
+	srv       Server
+	ctx       context.Context
+	log       *lineWriter
+	observers []Observer
+
+	toClient *jsonrpc.Writer
+	toServer *jsonrpc.Writer
+
+	idPrefix string
+	seq      atomic.Uint64
+
+	mu           sync.Mutex
+	pendingC2S   map[string]pending // client requests the server has not answered
+	pendingS2C   map[string]pending // server requests the client has not answered
+	own          map[string]chan *jsonrpc.Message
+	stdinClosed  bool
+	serverGone   chan struct{}
+	asyncs       sync.WaitGroup
+	loggedClient bool
+}
+
+func (r *run) logf(format string, args ...any) {
+	name := r.sess.Name
+	if name == "" {
+		name = "server"
+	}
+	r.log.WriteLine(fmt.Sprintf("mcpcage: [%s] %s", name, fmt.Sprintf(format, args...)))
+}
+
+func (r *run) closeServerStdin() {
+	r.mu.Lock()
+	already := r.stdinClosed
+	r.stdinClosed = true
+	r.mu.Unlock()
+	if !already {
+		_ = r.srv.Stdin().Close()
+	}
+}
+
+func (r *run) writeServer(msg []byte) {
+	r.mu.Lock()
+	closed := r.stdinClosed
+	r.mu.Unlock()
+	if closed {
+		return
+	}
+	_ = r.toServer.WriteMessage(msg)
+}
+
+func (r *run) writeClient(msg []byte) {
+	if err := r.toClient.WriteMessage(msg); err != nil {
+		r.mu.Lock()
+		first := !r.loggedClient
+		r.loggedClient = true
+		r.mu.Unlock()
+		if first {
+			r.logf("cannot write to the client: %v", err)
+		}
+	}
+}
+
+func (r *run) sendToClient(msg []byte) error {
+	if _, err := jsonrpc.Parse(msg); err != nil {
+		return fmt.Errorf("proxy: SendToClient: not a valid message: %w", err)
+	}
+	return r.toClient.WriteMessage(msg)
+}
+
+// call is Session.Call while the proxy runs.
+func (r *run) call(ctx context.Context, method string, params []byte) (*jsonrpc.Message, error) {
+	id := jsonrpc.StringID(r.idPrefix + strconv.FormatUint(r.seq.Add(1), 10))
+	ch := make(chan *jsonrpc.Message, 1)
+	r.mu.Lock()
+	if r.stdinClosed {
+		r.mu.Unlock()
+		return nil, ErrNotRunning
+	}
+	r.own[id.Key()] = ch
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.own, id.Key())
+		r.mu.Unlock()
+	}()
+	r.writeServer(jsonrpc.NewRequest(id, method, params))
+	select {
+	case m := <-ch:
+		return m, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-r.ctx.Done():
+		return nil, ErrNotRunning
+	case <-r.serverGone:
+		return nil, fmt.Errorf("proxy: the server exited before answering %s", method)
+	}
+}
+
+func (r *run) pumpClient(in io.Reader) {
+	rd := jsonrpc.NewReader(in, r.cfg.MaxLine)
+	for {
+		line, err := rd.ReadLine()
+		if err != nil {
+			var tl *jsonrpc.LineTooLongError
+			if errors.As(err, &tl) {
+				r.logf("refused a message from the client: %v", err)
+				r.writeClient(jsonrpc.NewErrorResponse(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "mcpcage: "+err.Error(), nil))
+				continue
+			}
+			return
+		}
+		if blank(line) {
+			continue
+		}
+		if jsonrpc.IsBatch(line) {
+			r.writeClient(jsonrpc.NewErrorResponse(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "mcpcage: JSON-RPC batches are not accepted", nil))
+			continue
+		}
+		m, err := jsonrpc.Parse(line)
+		if err != nil {
+			pe := err.(*jsonrpc.ParseError)
+			r.logf("refused a malformed message from the client: %s", pe.Reason)
+			r.writeClient(jsonrpc.NewErrorResponse(pe.ID, pe.Code, "mcpcage: "+pe.Reason, nil))
+			continue
+		}
+		r.fromClient(m)
+	}
+}
+
+func (r *run) fromClient(m *jsonrpc.Message) {
+	ev := &Event{Dir: ClientToServer, Msg: m}
+	switch m.Kind {
+	case jsonrpc.KindRequest:
+		if msg := r.admitClientRequest(m); msg != nil {
+			r.writeClient(msg)
+			return
+		}
+	case jsonrpc.KindResponse:
+		r.mu.Lock()
+		p, ok := r.pendingS2C[m.ID.Key()]
+		delete(r.pendingS2C, m.ID.Key())
+		r.mu.Unlock()
+		if !ok {
+			r.logf("dropped a response from the client to no pending request")
+			return
+		}
+		ev.Method, ev.Params = p.method, p.params
+	case jsonrpc.KindNotification:
+		if m.Method == "notifications/cancelled" {
+			r.forget(r.pendingC2S, m)
+		}
+	}
+	r.inspect(ev)
+}
+
+// admitClientRequest checks a client request against the session's protocol
+// era and pending ids; it returns an error response to send instead, or nil.
+func (r *run) admitClientRequest(m *jsonrpc.Message) []byte {
+	key := m.ID.Key()
+	r.mu.Lock()
+	_, dup := r.pendingC2S[key]
+	r.mu.Unlock()
+	if dup {
+		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, "mcpcage: a request with this id is still pending", nil)
+	}
+	if v, ok := metaVersion(m.Params); ok {
+		if !KnownVersion(v) {
+			return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidParams,
+				fmt.Sprintf("mcpcage: protocol version %s is not one this mcpcage understands; it knows %v and %v", clip(v), HandshakeVersions, StatelessVersions), nil)
+		}
+		r.sess.setProtocolVersion(v)
+		return nil
+	}
+	switch m.Method {
+	case "initialize", "ping", "server/discover":
+		return nil
+	}
+	if r.sess.ProtocolVersion() == "" {
+		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest,
+			"mcpcage: "+clip(m.Method)+" before the protocol version is known: send initialize first, or carry _meta[\""+MetaProtocolVersion+"\"]", nil)
+	}
+	return nil
+}
+
+func (r *run) pumpServer() {
+	rd := jsonrpc.NewReader(r.srv.Stdout(), r.cfg.MaxLine)
+	for {
+		line, err := rd.ReadLine()
+		if err != nil {
+			var tl *jsonrpc.LineTooLongError
+			if errors.As(err, &tl) {
+				r.logf("dropped a message from the server: %v", err)
+				continue
+			}
+			return
+		}
+		if blank(line) {
+			continue
+		}
+		if jsonrpc.IsBatch(line) {
+			r.serverBatch(line)
+			continue
+		}
+		r.serverLine(line)
+	}
+}
+
+func (r *run) serverBatch(line []byte) {
+	if v := r.sess.ProtocolVersion(); v != batchVersion {
+		r.logf("dropped a batch from the server: batches are legal only in protocol version %s, not %q", batchVersion, v)
+		return
+	}
+	items, err := jsonrpc.SplitBatch(line)
+	if err != nil {
+		r.logf("dropped a malformed batch from the server: %v", err)
+		return
+	}
+	for _, it := range items {
+		r.serverLine(it)
+	}
+}
+
+func (r *run) serverLine(line []byte) {
+	m, err := jsonrpc.Parse(line)
+	if err != nil {
+		r.logf("dropped a malformed message from the server: %v", err)
+		return
+	}
+	ev := &Event{Dir: ServerToClient, Msg: m}
+	switch m.Kind {
+	case jsonrpc.KindResponse:
+		key := m.ID.Key()
+		r.mu.Lock()
+		if ch, ok := r.own[key]; ok {
+			delete(r.own, key)
+			r.mu.Unlock()
+			ch <- m
+			return
+		}
+		p, ok := r.pendingC2S[key]
+		delete(r.pendingC2S, key)
+		r.mu.Unlock()
+		if !ok {
+			r.logf("dropped a response from the server to no pending request")
+			return
+		}
+		ev.Method, ev.Params = p.method, p.params
+		if p.method == "initialize" && m.Result != nil {
+			v, _ := member(m.Result, "protocolVersion")
+			if !KnownVersion(v) {
+				r.logf("refused the session: the server chose protocol version %s", clip(v))
+				r.finish(ev, Verdict{Action: Replace, Message: jsonrpc.NewErrorResponse(p.id, jsonrpc.CodeInvalidRequest,
+					fmt.Sprintf("mcpcage: the server chose protocol version %s, which this mcpcage does not understand; it knows %v", clip(v), HandshakeVersions), nil)})
+				return
+			}
+			r.sess.setProtocolVersion(v)
+		}
+	case jsonrpc.KindRequest:
+		key := m.ID.Key()
+		r.mu.Lock()
+		_, dup := r.pendingS2C[key]
+		r.mu.Unlock()
+		if dup {
+			r.logf("refused a server request whose id is still pending")
+			r.writeServer(jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, "mcpcage: a request with this id is still pending", nil))
+			return
+		}
+	case jsonrpc.KindNotification:
+		if m.Method == "notifications/cancelled" {
+			r.forget(r.pendingS2C, m)
+		}
+	}
+	r.inspect(ev)
+}
+
+// forget drops the pending entry a cancellation names: a late answer to a
+// cancelled request is then dropped, as the protocol allows.
+func (r *run) forget(pend map[string]pending, m *jsonrpc.Message) {
+	raw, ok := memberRaw(m.Params, "requestId")
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	delete(pend, jsonrpc.RawID(string(raw)).Key())
+	r.mu.Unlock()
+}
+
+// inspect runs the policy chain on ev and applies the verdict, now or, for
+// an Async verdict, from a goroutine the session owns.
+func (r *run) inspect(ev *Event) {
+	for i, p := range r.cfg.Policies {
+		v := p.Inspect(r.ctx, r.sess, ev)
+		if v.Async != nil {
+			rest := r.cfg.Policies[i+1:]
+			r.asyncs.Add(1)
+			go func() {
+				defer r.asyncs.Done()
+				v := v.Async(r.ctx)
+				if v.Action == Forward && v.Async == nil {
+					v = r.chain(rest, ev)
+				}
+				r.finish(ev, v)
+			}()
+			return
+		}
+		if v.Action != Forward {
+			r.finish(ev, v)
+			return
+		}
+	}
+	r.finish(ev, Verdict{})
+}
+
+// chain runs the rest of the policies once an Async verdict said Forward;
+// being already off the pump, it runs further Async work inline.
+func (r *run) chain(ps []Policy, ev *Event) Verdict {
+	for _, p := range ps {
+		v := p.Inspect(r.ctx, r.sess, ev)
+		if v.Async != nil {
+			v = v.Async(r.ctx)
+		}
+		if v.Action != Forward {
+			return v
+		}
+	}
+	return Verdict{}
+}
+
+// finish applies a verdict: observers first, synchronously, then delivery.
+func (r *run) finish(ev *Event, v Verdict) {
+	v.Async = nil
+	if (v.Action == Reply || v.Action == Replace) && !validMessage(v.Message) {
+		r.logf("a policy gave an invalid message for %s; dropping it", describe(ev))
+		v = Verdict{Action: Drop}
+	}
+	for _, o := range r.observers {
+		o.Observe(r.ctx, r.sess, ev, v)
+	}
+	out, msg := ev.Msg.Raw, ev.Msg
+	switch v.Action {
+	case Drop:
+		return
+	case Reply:
+		if ev.Dir == ClientToServer {
+			r.writeClient(v.Message)
+		} else {
+			r.writeServer(v.Message)
+		}
+		return
+	case Replace:
+		out, msg = v.Message, nil
+	}
+	if ev.Dir == ClientToServer {
+		r.track(r.pendingC2S, msg, out)
+		r.writeServer(out)
+	} else {
+		r.track(r.pendingS2C, msg, out)
+		r.writeClient(out)
+	}
+}
+
+// track records a request about to be forwarded so that its response can be
+// matched, before the write, so that the answer cannot outrun the record.
+func (r *run) track(pend map[string]pending, m *jsonrpc.Message, raw []byte) {
+	if m == nil {
+		var err error
+		if m, err = jsonrpc.Parse(raw); err != nil {
+			return
+		}
+	}
+	if m.Kind != jsonrpc.KindRequest {
+		return
+	}
+	r.mu.Lock()
+	pend[m.ID.Key()] = pending{id: m.ID, method: m.Method, params: m.Params}
+	r.mu.Unlock()
+}
+
+// failPending answers every client request the server left unanswered.
+func (r *run) failPending(code int) {
+	r.mu.Lock()
+	ps := make([]pending, 0, len(r.pendingC2S))
+	for k, p := range r.pendingC2S {
+		ps = append(ps, p)
+		delete(r.pendingC2S, k)
+	}
+	r.mu.Unlock()
+	for _, p := range ps {
+		msg := fmt.Sprintf("mcpcage: the server exited (status %d) before answering %s", code, clip(p.method))
+		r.writeClient(jsonrpc.NewErrorResponse(p.id, jsonrpc.CodeInternalError, msg, nil))
+	}
+}
+
+func (r *run) pumpStderr(se io.Reader) {
+	name := r.sess.Name
+	if name == "" {
+		name = "server"
+	}
+	prefix := "[" + name + "] "
+	br := bufio.NewReaderSize(se, 4096)
+	var line []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		line = append(line, frag...)
+		if err == bufio.ErrBufferFull && len(line) < 64<<10 {
+			continue
+		}
+		if len(line) > 0 {
+			r.log.WriteLine(prefix + sanitize(bytes.TrimRight(line, "\r\n")))
+			line = line[:0]
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			return
+		}
+	}
+}
+
+// sanitize shows control characters as escapes: a server must not be able to
+// move the cursor or rewrite the user's terminal through its stderr.
+func sanitize(b []byte) string {
+	clean := true
+	for _, c := range b {
+		if c < 0x20 && c != '\t' || c == 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return string(b)
+	}
+	var sb bytes.Buffer
+	for _, c := range b {
+		if c < 0x20 && c != '\t' || c == 0x7f {
+			fmt.Fprintf(&sb, "\\x%02x", c)
+			continue
+		}
+		sb.WriteByte(c)
+	}
+	return sb.String()
+}
+
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) WriteLine(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, _ = io.WriteString(l.w, s+"\n")
+}
+
+func blank(b []byte) bool {
+	return len(bytes.TrimLeft(b, " \t\r")) == 0
+}
+
+func validMessage(b []byte) bool {
+	_, err := jsonrpc.Parse(b)
+	return err == nil
+}
+
+func describe(ev *Event) string {
+	if ev.Msg.Method != "" {
+		return clip(ev.Msg.Method)
+	}
+	if ev.Method != "" {
+		return "the response to " + clip(ev.Method)
+	}
+	return "a message"
+}
+
+// clip keeps peer-chosen text short and printable in our messages.
+func clip(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return strconv.Quote(s)
 }

@@ -1,0 +1,116 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+)
+
+// StartProcess starts argv as a child process and returns it as a Server.
+// env is the child's whole environment (nil inherits ours). The child runs in
+// its own process group so that Stop also ends anything it started.
+func StartProcess(ctx context.Context, argv []string, env []string) (Server, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("no server command given")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	// Our own pipes rather than cmd.StdoutPipe: exec's Wait closes those as
+	// soon as the child exits, which would lose a last response still in the
+	// pipe. These read ends stay open until Stop.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := cmd.Start(); err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, fmt.Errorf("cannot start %s: %w", argv[0], err)
+	}
+	closeAll(inR, outW, errW)
+	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, done: make(chan struct{})}
+	go p.wait()
+	return p, nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+type process struct {
+	cmd    *exec.Cmd
+	stdin  *os.File
+	stdout *os.File
+	stderr *os.File
+
+	done     chan struct{}
+	code     int
+	err      error
+	stopOnce sync.Once
+}
+
+func (p *process) wait() {
+	err := p.cmd.Wait()
+	p.code = exitCode(p.cmd.ProcessState)
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		p.err = err
+	}
+	close(p.done)
+}
+
+// exitCode follows the shell's convention: 128+n for a child killed by signal n.
+func exitCode(ps *os.ProcessState) int {
+	if ps == nil {
+		return 1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+func (p *process) Stdin() io.WriteCloser { return p.stdin }
+func (p *process) Stdout() io.Reader     { return p.stdout }
+func (p *process) Stderr() io.Reader     { return p.stderr }
+
+func (p *process) Wait() (int, error) {
+	<-p.done
+	return p.code, p.err
+}
+
+func (p *process) Stop(ctx context.Context) error {
+	p.stopOnce.Do(func() {
+		// The whole group, even when the leader is gone: a grandchild could
+		// still hold the pipes open.
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+		}
+		closeAll(p.stdin, p.stdout, p.stderr)
+	})
+	return nil
+}
