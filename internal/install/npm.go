@@ -1,0 +1,136 @@
+package install
+
+import (
+	"bufio"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// npmScript runs inside the install container. The requirement comes in
+// through the environment, never spliced into the script. npm's own output
+// goes to stderr so that stdout carries only the report.
+const npmScript = `set -e
+cd "$MCPCAGE_MOUNT"
+printf '{"private":true}\n' > package.json
+npm install $MCPCAGE_NPM_FLAGS --omit=dev --no-audit --no-fund --no-update-notifier -- "$MCPCAGE_REQUIREMENT" >&2 || {
+	code=$?
+	exec node -e "$MCPCAGE_NPM_FAILED" "$code"
+}
+exec node -e "$MCPCAGE_NPM_REPORT"
+`
+
+// npmReport walks the installed tree: the package's version and command, and
+// every package with an install script that --ignore-scripts skipped
+// (including native addons, whose implicit install is node-gyp).
+const npmReport = `
+const fs = require('fs'), path = require('path');
+const mount = process.env.MCPCAGE_MOUNT, name = process.env.MCPCAGE_NAME;
+const nm = path.join(mount, 'node_modules');
+const out = {name, version: '', command: [], skipped: []};
+const say = () => process.stdout.write('MCPCAGE-REPORT ' + JSON.stringify(out) + '\n');
+const fail = (kind, detail) => { out.failure = {kind, package: name, detail}; delete out.command; delete out.skipped; delete out.version; say(); process.exit(0); };
+const read = dir => { try { return JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')); } catch (e) { return null; } };
+const walk = dir => {
+	let ents; try { ents = fs.readdirSync(dir, {withFileTypes: true}); } catch (e) { return; }
+	for (const e of ents) {
+		if (!e.isDirectory() || e.name.startsWith('.')) continue;
+		const p = path.join(dir, e.name);
+		if (e.name.startsWith('@')) { walk(p); continue; }
+		const pk = read(p);
+		if (pk) {
+			const s = (pk.scripts && typeof pk.scripts === 'object') ? pk.scripts : {};
+			const hooks = ['preinstall', 'install', 'postinstall'].filter(h => typeof s[h] === 'string' && s[h] !== '');
+			if (!hooks.length && fs.existsSync(path.join(p, 'binding.gyp'))) hooks.push('install (node-gyp)');
+			if (hooks.length) out.skipped.push({name: String(pk.name || e.name), version: String(pk.version || ''), scripts: hooks});
+		}
+		walk(path.join(p, 'node_modules'));
+	}
+};
+const dir = path.join(nm, name);
+const pk = read(dir);
+if (!pk) fail('failed', 'npm installed nothing for it');
+out.version = String(pk.version || '');
+let bins = pk.bin;
+const short = name.replace(/^@[^/]+\//, '');
+if (typeof bins === 'string') bins = {[short]: bins};
+if (!bins || typeof bins !== 'object' || !Object.keys(bins).length) fail('no-command', 'it declares no command ("bin") to run');
+let keys = Object.keys(bins), key = keys.length === 1 ? keys[0] : (bins[short] ? short : null);
+if (!key) fail('several-commands', 'it declares several commands: ' + keys.join(', '));
+const file = path.join(dir, String(bins[key]));
+if (!file.startsWith(dir + '/')) fail('no-command', 'its command points outside the package');
+let head = '';
+try { head = fs.readFileSync(file, 'utf8').slice(0, 200).split('\n')[0]; } catch (e) { fail('no-command', 'its command file is missing'); }
+out.command = (/node/.test(head) || !head.startsWith('#!') || /\.[cm]?js$/.test(file)) ? ['node', file] : [file];
+if (process.env.MCPCAGE_SCAN_SCRIPTS === '1') walk(nm);
+say();
+`
+
+// npmFailed classifies npm's failure from its log for a one-line error.
+const npmFailed = `
+const fs = require('fs'), path = require('path');
+const name = process.env.MCPCAGE_NAME;
+let log = '';
+try {
+	const dir = path.join(process.env.npm_config_cache, '_logs');
+	for (const f of fs.readdirSync(dir).sort()) log += fs.readFileSync(path.join(dir, f), 'utf8');
+} catch (e) {}
+let kind = 'failed', detail = 'npm install exited with status ' + process.argv[1];
+if (/E404|404 Not Found/.test(log)) { kind = 'not-found'; detail = 'the registry has no such package or version'; }
+else if (/ETARGET/.test(log)) { kind = 'not-found'; detail = 'no version matches'; }
+else if (/ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ECONNRESET/.test(log)) { detail = 'cannot reach the npm registry'; }
+else if (/CERT|certificate/i.test(log)) { detail = 'TLS certificate problem reaching the registry (set NODE_EXTRA_CA_CERTS?)'; }
+process.stdout.write('MCPCAGE-REPORT ' + JSON.stringify({name, version: '', command: [], skipped: [], failure: {kind, package: name, detail}}) + '\n');
+`
+
+// npmRegistry is the registry the user's npm would use: the environment, else
+// the registry= line of ~/.npmrc. Only the URL is taken: auth lines of .npmrc
+// never leave it.
+func npmRegistry() string {
+	for _, k := range []string{"NPM_CONFIG_REGISTRY", "npm_config_registry"} {
+		if v := strings.TrimSpace(os.Getenv(k)); validURL(v) {
+			return v
+		}
+	}
+	h, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	f, err := os.Open(filepath.Join(h, ".npmrc"))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "=")
+		if ok && strings.TrimSpace(k) == "registry" {
+			if v = strings.TrimSpace(v); validURL(v) {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+func validURL(s string) bool {
+	if s == "" || strings.ContainsAny(s, " \t\r\n\x00") {
+		return false
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// redactURL hides credentials in a URL before it is printed.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	if u.User != nil {
+		u.User = url.User("***")
+	}
+	u.RawQuery = ""
+	return u.String()
+}
