@@ -1,0 +1,535 @@
+// Package cage runs one MCP server in a hardened Docker container and gives
+// the proxy its stdio (a proxy.Server).
+//
+// Contract: a container started by Start has, unless the Spec says otherwise
+// (AllowNet only):
+//
+//   - no network: NetworkMode "none" (a loopback interface only); AllowNet
+//     gives Docker's default bridge, fully open;
+//   - a read-only root filesystem; /tmp is a tmpfs of TmpSize bytes (mode 1777,
+//     nosuid, nodev, exec: a server can already run any code through its own
+//     interpreter, and servers that unpack helpers or virtual environments
+//     there break under noexec);
+//   - all capabilities dropped, no-new-privileges (setuid binaries do not
+//     raise privileges), Docker's init as pid 1, a private IPC namespace;
+//   - a non-root user even when the image says root: 1000:1000 when mcpcage
+//     runs as root, else mcpcage's own uid:gid (so folders mounted :rw stay the
+//     user's);
+//   - memory (no swap), pids and CPU limits;
+//   - HOME=/home/mcp, a private per-server folder of the host mounted read-write,
+//     and the given Mounts at their own paths; no other host path and never
+//     the Docker socket (ResolveMount refuses it);
+//   - logging driver "none": what the server prints is not kept by Docker;
+//   - environment variables only as given, passed in the API request body,
+//     never in any argv.
+//
+// Stop removes the whole container, so detached children go with it. Every
+// container is named mcpcage-<name>-<random> and labelled (LabelCage and the
+// owner labels); Reap removes those whose owner process is gone.
+package cage
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+)
+
+// HomeInContainer is where the server's private HOME is mounted.
+const HomeInContainer = "/home/mcp"
+
+// Defaults for the limits.
+const (
+	DefaultMemory  = 512 << 20
+	DefaultPids    = 256
+	DefaultCPUs    = 1.0
+	DefaultTmpSize = 64 << 20
+)
+
+// Spec describes one caged server.
+type Spec struct {
+	Name       string   // server name (ValidName); part of the container name
+	Image      string   // image reference or ID
+	Entrypoint []string // nil: the image's
+	Cmd        []string // arguments (after Entrypoint)
+	WorkingDir string   // "": the image's
+	Env        []string // NAME=VALUE; HOME is set by the cage
+	Mounts     []Mount
+	Home       string // host folder mounted read-write as HOME; "" for none
+	AllowNet   bool
+	Memory     int64   // bytes; 0 = DefaultMemory
+	Pids       int64   // 0 = DefaultPids
+	CPUs       float64 // 0 = DefaultCPUs
+	TmpSize    int64   // bytes; 0 = DefaultTmpSize
+	Session    string  // session id for the labels; "" = random
+	// Log receives the cage's own hints (a write to a read-only place); nil: none.
+	Log io.Writer
+}
+
+// User returns the uid:gid the server runs as (see the package doc).
+func User() string {
+	uid, gid := os.Geteuid(), os.Getegid()
+	if uid <= 0 {
+		return "1000:1000"
+	}
+	return strconv.Itoa(uid) + ":" + strconv.Itoa(gid)
+}
+
+// PrepareHome creates a server's private HOME folder on the host and makes it
+// usable by the container's user.
+func PrepareHome(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("cannot create the server's HOME %s: %w", dir, err)
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Chown(dir, 1000, 1000); err != nil {
+			return fmt.Errorf("cannot give the server's HOME %s to uid 1000: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// ImageMissingError is returned when the image is not on this machine.
+type ImageMissingError struct{ Image string }
+
+func (e *ImageMissingError) Error() string {
+	return fmt.Sprintf("image %s is not on this machine", e.Image)
+}
+
+// DockerError says Docker could not be reached.
+type DockerError struct{ Err error }
+
+func (e *DockerError) Error() string {
+	host := os.Getenv("DOCKER_HOST")
+	if host == "" {
+		host = client.DefaultDockerHost
+	}
+	return fmt.Sprintf("cannot reach Docker at %s: %v", host, oneLine(e.Err))
+}
+
+func (e *DockerError) Unwrap() error { return e.Err }
+
+// Connect returns a client for the engine given by the environment
+// (DOCKER_HOST etc.), with the API version negotiated, after checking that
+// the engine answers.
+func Connect(ctx context.Context) (*client.Client, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, &DockerError{Err: err}
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(pctx); err != nil {
+		cli.Close()
+		return nil, &DockerError{Err: err}
+	}
+	cli.NegotiateAPIVersion(ctx)
+	return cli, nil
+}
+
+// Cage is a running caged server. It implements proxy.Server.
+type Cage struct {
+	cli    *client.Client
+	id     string
+	name   string
+	spec   Spec
+	hijack types.HijackedResponse
+	stdin  *stdinConn
+	stdout *io.PipeReader
+	stderr *io.PipeReader
+
+	done     chan struct{} // closed when the container has stopped
+	exitCode int
+	oom      bool
+	waitErr  error
+
+	demuxed  chan struct{}
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// ID is the container id.
+func (c *Cage) ID() string { return c.id }
+
+// ContainerName is the container's name.
+func (c *Cage) ContainerName() string { return c.name }
+
+// Start creates, attaches and starts the container for spec.
+func Start(ctx context.Context, cli *client.Client, spec Spec) (*Cage, error) {
+	return start(ctx, cli, spec, nil)
+}
+
+// start is Start with a hook that may weaken the configuration: the escape
+// suite's control cases use it to show each probe would succeed without the
+// hardening it tests.
+func start(ctx context.Context, cli *client.Client, spec Spec, tweak func(*container.Config, *container.HostConfig)) (*Cage, error) {
+	if err := ValidName(spec.Name); err != nil {
+		return nil, err
+	}
+	if spec.Session == "" {
+		spec.Session = randomHex(8)
+	}
+	cfg, hc := configs(spec)
+	if tweak != nil {
+		tweak(cfg, hc)
+	}
+	name := "mcpcage-" + strings.ToLower(spec.Name) + "-" + randomHex(3)
+	created, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+	if err != nil {
+		if client.IsErrNotFound(err) {
+			return nil, &ImageMissingError{Image: spec.Image}
+		}
+		if isConnErr(err) {
+			return nil, &DockerError{Err: err}
+		}
+		return nil, fmt.Errorf("cannot create the container for %q: %s", spec.Name, oneLine(err))
+	}
+	c := &Cage{cli: cli, id: created.ID, name: name, spec: spec, done: make(chan struct{}), demuxed: make(chan struct{})}
+	fail := func(err error) (*Cage, error) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		defer cancel()
+		_ = cli.ContainerRemove(rctx, c.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		return nil, err
+	}
+	c.hijack, err = cli.ContainerAttach(ctx, c.id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return fail(fmt.Errorf("cannot attach to the container for %q: %s", spec.Name, oneLine(err)))
+	}
+	c.stdin = &stdinConn{h: &c.hijack}
+	outR, outW := io.Pipe()
+	errR, errW := io.Pipe()
+	c.stdout, c.stderr = outR, errR
+	var errDst io.Writer = errW
+	if spec.Log != nil {
+		w := &roWatcher{next: errW, log: spec.Log, name: spec.Name, seen: map[string]bool{}, writable: []string{"/tmp"}}
+		for _, m := range spec.Mounts {
+			if m.Writable {
+				w.writable = append(w.writable, m.Target)
+			}
+		}
+		errDst = w
+	}
+	go func() {
+		defer close(c.demuxed)
+		_, err := stdcopy.StdCopy(outW, errDst, c.hijack.Reader)
+		if err == nil {
+			err = io.EOF
+		}
+		outW.CloseWithError(err)
+		errW.CloseWithError(err)
+	}()
+	if err := cli.ContainerStart(ctx, c.id, container.StartOptions{}); err != nil {
+		c.hijack.Close()
+		return fail(fmt.Errorf("cannot start %q: %s", spec.Name, oneLine(err)))
+	}
+	go c.wait()
+	return c, nil
+}
+
+func (c *Cage) wait() {
+	defer close(c.done)
+	ctx := context.Background()
+	statusCh, errCh := c.cli.ContainerWait(ctx, c.id, container.WaitConditionNotRunning)
+	select {
+	case st := <-statusCh:
+		c.exitCode = int(st.StatusCode)
+		if st.Error != nil && st.Error.Message != "" {
+			c.waitErr = errors.New(st.Error.Message)
+		}
+	case err := <-errCh:
+		c.exitCode = -1
+		c.waitErr = err
+		return
+	}
+	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if info, err := c.cli.ContainerInspect(ictx, c.id); err == nil && info.State != nil {
+		c.oom = info.State.OOMKilled
+	}
+}
+
+func configs(spec Spec) (*container.Config, *container.HostConfig) {
+	mem := spec.Memory
+	if mem <= 0 {
+		mem = DefaultMemory
+	}
+	pids := spec.Pids
+	if pids <= 0 {
+		pids = DefaultPids
+	}
+	cpus := spec.CPUs
+	if cpus <= 0 {
+		cpus = DefaultCPUs
+	}
+	tmp := spec.TmpSize
+	if tmp <= 0 {
+		tmp = DefaultTmpSize
+	}
+	labels := Self().labels()
+	labels[LabelCage] = "1"
+	labels[LabelName] = spec.Name
+	labels[LabelSession] = spec.Session
+
+	env := []string{"HOME=" + HomeInContainer}
+	for _, e := range spec.Env {
+		if !strings.HasPrefix(e, "HOME=") {
+			env = append(env, e)
+		}
+	}
+	cfg := &container.Config{
+		Image:        spec.Image,
+		Entrypoint:   spec.Entrypoint,
+		Cmd:          spec.Cmd,
+		WorkingDir:   spec.WorkingDir,
+		Env:          env,
+		User:         User(),
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		OpenStdin:    true,
+		StdinOnce:    true,
+		Labels:       labels,
+	}
+	var mounts []mount.Mount
+	if spec.Home != "" {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: spec.Home, Target: HomeInContainer,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
+	}
+	for _, m := range spec.Mounts {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: !m.Writable,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
+	}
+	init := true
+	hc := &container.HostConfig{
+		NetworkMode:    "none",
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges:true"},
+		Init:           &init,
+		IpcMode:        "private",
+		LogConfig:      container.LogConfig{Type: "none"},
+		Tmpfs:          map[string]string{"/tmp": "rw,nosuid,nodev,exec,mode=1777,size=" + strconv.FormatInt(tmp, 10)},
+		Mounts:         mounts,
+		Resources: container.Resources{
+			Memory:     mem,
+			MemorySwap: mem,
+			NanoCPUs:   int64(cpus * 1e9),
+			PidsLimit:  &pids,
+		},
+	}
+	if spec.AllowNet {
+		hc.NetworkMode = "bridge"
+	}
+	return cfg, hc
+}
+
+// Stdin is the server's stdin; Close sends EOF.
+func (c *Cage) Stdin() io.WriteCloser { return c.stdin }
+
+// Stdout is the server's stdout.
+func (c *Cage) Stdout() io.Reader { return c.stdout }
+
+// Stderr is the server's stderr.
+func (c *Cage) Stderr() io.Reader { return c.stderr }
+
+// Wait blocks until the container has stopped and returns its exit status.
+func (c *Cage) Wait() (int, error) {
+	<-c.done
+	return c.exitCode, c.waitErr
+}
+
+// Exited reports whether the container has stopped, without blocking.
+func (c *Cage) Exited() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// OOMKilled reports whether the kernel killed a process of the cage for
+// exceeding its memory limit. Valid once Wait has returned.
+func (c *Cage) OOMKilled() bool {
+	select {
+	case <-c.done:
+		return c.oom
+	default:
+		return false
+	}
+}
+
+// Stop removes the container (every process in it) and releases the
+// connection. It is safe to call more than once, and works after ctx is
+// cancelled: a cage is removed even when mcpcage is interrupted.
+func (c *Cage) Stop(ctx context.Context) error {
+	c.stopOnce.Do(func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+		defer cancel()
+		err := c.cli.ContainerRemove(rctx, c.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !client.IsErrNotFound(err) {
+			c.stopErr = fmt.Errorf("cannot remove container %s: %s", c.name, oneLine(err))
+		}
+		c.hijack.Close()
+		t := time.NewTimer(10 * time.Second)
+		defer t.Stop()
+		select {
+		case <-c.done:
+		case <-t.C:
+		}
+		select {
+		case <-c.demuxed:
+		case <-t.C:
+		}
+	})
+	return c.stopErr
+}
+
+// stdinConn writes to the attached stdin; Close half-closes the connection,
+// which the engine turns into EOF on the server's stdin (StdinOnce).
+type stdinConn struct {
+	h      *types.HijackedResponse
+	mu     sync.Mutex
+	closed bool
+}
+
+func (s *stdinConn) Write(p []byte) (int, error) {
+	return s.h.Conn.Write(p)
+}
+
+func (s *stdinConn) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.h.CloseWrite()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+func isConnErr(err error) bool {
+	return client.IsErrConnectionFailed(err) || strings.Contains(err.Error(), "Cannot connect to the Docker daemon")
+}
+
+// oneLine keeps an engine error to one line: what the person needs, not a dump.
+func oneLine(err error) string {
+	s := strings.TrimSpace(err.Error())
+	if k := strings.IndexByte(s, '\n'); k >= 0 {
+		s = s[:k]
+	}
+	s = strings.TrimPrefix(s, "Error response from daemon: ")
+	return s
+}
+
+// roWatcher passes the server's stderr through and, when it reports that a
+// file or folder could not be created because the disk is read-only, logs a
+// hint that says which places are writable. Node reports ENOENT, not EROFS,
+// when mkdir fails on a read-only filesystem, so both are recognised.
+type roWatcher struct {
+	next io.Writer
+	log  io.Writer
+	name string
+	buf  []byte
+	seen map[string]bool
+	// writable places, where ENOENT is a real missing parent, not a read-only disk
+	writable []string
+}
+
+func (w *roWatcher) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for {
+		k := indexNL(w.buf)
+		if k < 0 {
+			break
+		}
+		w.check(string(w.buf[:k]))
+		w.buf = w.buf[k+1:]
+	}
+	if len(w.buf) > 64<<10 {
+		w.buf = w.buf[:0]
+	}
+	return w.next.Write(p)
+}
+
+func indexNL(b []byte) int {
+	for i, c := range b {
+		if c == '\n' {
+			return i
+		}
+	}
+	return -1
+}
+
+// ReadOnlyPath extracts the path from a server's error line about a failed
+// write on a read-only filesystem (node's "ENOENT: ..., mkdir '/x'" or
+// "EROFS: ..., open '/x'", Python's "[Errno 30] Read-only file system: '/x'"),
+// and "" when the line is not one.
+func ReadOnlyPath(line string) string {
+	for _, key := range []string{"EROFS", "ENOENT: no such file or directory, mkdir", "Read-only file system"} {
+		k := strings.Index(line, key)
+		if k < 0 {
+			continue
+		}
+		rest := line[k:]
+		q := strings.IndexAny(rest, `'"`)
+		if q < 0 {
+			return ""
+		}
+		quote := rest[q]
+		rest = rest[q+1:]
+		e := strings.IndexByte(rest, quote)
+		if e <= 0 {
+			return ""
+		}
+		p := rest[:e]
+		if strings.HasPrefix(p, "/") {
+			return p
+		}
+		return ""
+	}
+	return ""
+}
+
+func (w *roWatcher) check(line string) {
+	p := ReadOnlyPath(line)
+	if p == "" || w.seen[p] || len(w.seen) > 8 {
+		return
+	}
+	for _, d := range w.writable {
+		if within(p, d) {
+			return
+		}
+	}
+	w.seen[p] = true
+	var msg string
+	if within(p, HomeInContainer) {
+		msg = fmt.Sprintf("mcpcage: hint: %q could not write %s: HOME is not writable; check that %s is writable by the cage's user (%s)", w.name, p, HomeInContainer, User())
+	} else {
+		msg = fmt.Sprintf("mcpcage: hint: %q could not write %s: the cage's disk is read-only; only HOME (%s), /tmp and folders given with --mount PATH:rw are writable", w.name, p, HomeInContainer)
+	}
+	bw := bufio.NewWriter(w.log)
+	fmt.Fprintln(bw, msg)
+	bw.Flush()
+}

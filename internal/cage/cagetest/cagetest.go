@@ -1,0 +1,82 @@
+// Package cagetest builds the images the cage's tests run: the escape probe
+// (internal/cage/escapeprobe) as a static binary in an image made from
+// scratch, so the tests need no registry and trust nothing they did not build.
+package cagetest
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
+)
+
+// ProbeImage is the tag BuildProbeImage gives the escape probe's image.
+const ProbeImage = "mcpcage-test/escape-probe:latest"
+
+// BuildProbeImage compiles the escape probe (CGO_ENABLED=0) and imports it
+// as ProbeImage: /probe (the server, the entrypoint), /probe-suid (the same
+// binary, setuid root), /data (a folder anyone may write, on the image's own
+// disk) and /tmp. The image says USER 0, so the cage's own user is what keeps
+// the server from being root. It returns the image ID.
+func BuildProbeImage(ctx context.Context, cli *client.Client) (string, error) {
+	dir, err := os.MkdirTemp("", "escapeprobe")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "probe")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "github.com/mcpcage/mcpcage/internal/cage/escapeprobe")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the escape probe: %v\n%s", err, out)
+	}
+	code, err := os.ReadFile(bin)
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	add := func(h *tar.Header, body []byte) {
+		h.Size = int64(len(body))
+		h.Format = tar.FormatPAX
+		if err == nil {
+			err = tw.WriteHeader(h)
+		}
+		if err == nil && len(body) > 0 {
+			_, err = tw.Write(body)
+		}
+	}
+	add(&tar.Header{Name: "data/", Typeflag: tar.TypeDir, Mode: 0o777, Uid: 1000, Gid: 1000}, nil)
+	add(&tar.Header{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777}, nil)
+	add(&tar.Header{Name: "etc/", Typeflag: tar.TypeDir, Mode: 0o755}, nil)
+	add(&tar.Header{Name: "etc/passwd", Typeflag: tar.TypeReg, Mode: 0o644}, []byte("root:x:0:0:root:/root:/probe\n"))
+	add(&tar.Header{Name: "probe", Typeflag: tar.TypeReg, Mode: 0o755}, code)
+	add(&tar.Header{Name: "probe-suid", Typeflag: tar.TypeReg, Mode: 0o4755}, code)
+	if err != nil {
+		return "", err
+	}
+	if err := tw.Close(); err != nil {
+		return "", err
+	}
+	rc, err := cli.ImageImport(ctx, image.ImportSource{Source: &buf, SourceName: "-"}, ProbeImage, image.ImportOptions{
+		Changes: []string{`ENTRYPOINT ["/probe"]`, "USER 0"},
+	})
+	if err != nil {
+		return "", fmt.Errorf("importing the escape probe image: %w", err)
+	}
+	io.Copy(io.Discard, rc)
+	rc.Close()
+	info, err := cli.ImageInspect(ctx, ProbeImage)
+	if err != nil {
+		return "", err
+	}
+	return info.ID, nil
+}

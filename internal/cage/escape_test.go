@@ -1,0 +1,375 @@
+package cage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpcage/mcpcage/internal/cage/cagetest"
+)
+
+var (
+	probeOnce  sync.Once
+	probeImage string
+	probeErr   error
+)
+
+// dockerAndProbe connects to the engine and builds the escape probe's image
+// once per test binary.
+func dockerAndProbe(t *testing.T) (*client.Client, string) {
+	t.Helper()
+	ctx := context.Background()
+	cli, err := Connect(ctx)
+	if err != nil {
+		t.Fatalf("these tests need the Docker engine: %v", err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	probeOnce.Do(func() { probeImage, probeErr = cagetest.BuildProbeImage(ctx, cli) })
+	if probeErr != nil {
+		t.Fatal(probeErr)
+	}
+	return cli, probeImage
+}
+
+// probeSession starts the probe in a cage (weakened by tweak, for control
+// cases) and connects the official MCP client to it.
+type probeSession struct {
+	t    *testing.T
+	cage *Cage
+	cs   *mcp.ClientSession
+	errs *lockedBuffer
+}
+
+func startProbe(t *testing.T, cli *client.Client, spec Spec, tweak func(*container.Config, *container.HostConfig)) *probeSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if spec.Name == "" {
+		spec.Name = "escape-probe"
+	}
+	c, err := start(ctx, cli, spec, tweak)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(context.Background()); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	errs := &lockedBuffer{}
+	go io.Copy(errs, c.Stderr())
+	client := mcp.NewClient(&mcp.Implementation{Name: "escape-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(c.Stdout()), Writer: c.Stdin()}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v (server stderr: %s)", err, errs.String())
+	}
+	t.Cleanup(func() { cs.Close() })
+	return &probeSession{t: t, cage: c, cs: cs, errs: errs}
+}
+
+type probeResult struct {
+	Check   string `json:"check"`
+	Escaped bool   `json:"escaped"`
+	Detail  string `json:"detail"`
+}
+
+func (p *probeSession) probe(check, target string) probeResult {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := p.cs.CallTool(ctx, &mcp.CallToolParams{Name: "probe", Arguments: map[string]any{"check": check, "target": target}})
+	if err != nil {
+		p.t.Fatalf("probe %s: %v (server stderr: %s)", check, err, p.errs.String())
+	}
+	if len(res.Content) != 1 {
+		p.t.Fatalf("probe %s: %d content items", check, len(res.Content))
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		p.t.Fatalf("probe %s: content is %T", check, res.Content[0])
+	}
+	var r probeResult
+	if err := json.Unmarshal([]byte(tc.Text), &r); err != nil {
+		p.t.Fatalf("probe %s: %v in %q", check, err, tc.Text)
+	}
+	return r
+}
+
+// held asserts the probe failed to escape.
+func (p *probeSession) held(check, target string) probeResult {
+	p.t.Helper()
+	r := p.probe(check, target)
+	if r.Escaped {
+		p.t.Errorf("ESCAPE: %s %s got out of the cage: %s", check, target, r.Detail)
+	} else {
+		p.t.Logf("held: %s %s: %s", check, target, r.Detail)
+	}
+	return r
+}
+
+// escapes asserts the probe succeeds in a control cage, proving the probe
+// itself can detect the way out.
+func (p *probeSession) escapes(check, target string) {
+	p.t.Helper()
+	r := p.probe(check, target)
+	if !r.Escaped {
+		p.t.Errorf("control: %s %s should work without the hardening, but: %s", check, target, r.Detail)
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// bridgeGateway returns the default bridge's gateway address, after checking
+// that it belongs to an interface of this machine: the tests listen there and
+// never send anything off the machine.
+func bridgeGateway(t *testing.T, cli *client.Client) string {
+	t.Helper()
+	nw, err := cli.NetworkInspect(context.Background(), "bridge", network.InspectOptions{})
+	if err != nil {
+		t.Fatalf("inspect bridge network: %v", err)
+	}
+	if len(nw.IPAM.Config) == 0 {
+		t.Fatal("the bridge network has no address range")
+	}
+	gw := nw.IPAM.Config[0].Gateway
+	_, subnet, err := net.ParseCIDR(nw.IPAM.Config[0].Subnet)
+	if err != nil {
+		t.Fatalf("bridge subnet: %v", err)
+	}
+	// Older engines leave Gateway out: it is then the bridge interface's own
+	// address in the subnet.
+	ifname := nw.Options["com.docker.network.bridge.name"]
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range ifs {
+		addrs, _ := i.Addrs()
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			if ipn.IP.String() == gw || (gw == "" && i.Name == ifname && subnet.Contains(ipn.IP)) {
+				return ipn.IP.String()
+			}
+		}
+	}
+	t.Fatalf("the bridge gateway (%q on %s) is not an address of this machine", gw, ifname)
+	return ""
+}
+
+// listeners opens a TCP listener on the host's loopback and on the bridge
+// gateway, and a UDP "DNS server" on the gateway that answers anything.
+func listeners(t *testing.T, gw string) (loTCP, gwTCP, gwUDP string) {
+	t.Helper()
+	accept := func(l net.Listener) {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}
+	lo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lo.Close() })
+	go accept(lo)
+	g, err := net.Listen("tcp", net.JoinHostPort(gw, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	go accept(g)
+	u, err := net.ListenPacket("udp", net.JoinHostPort(gw, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, from, err := u.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if n >= 12 {
+				resp := append([]byte(nil), buf[:n]...)
+				resp[2] |= 0x80 // a response, no answers
+				u.WriteTo(resp, from)
+			}
+		}
+	}()
+	return lo.Addr().String(), g.Addr().String(), u.LocalAddr().String()
+}
+
+func TestEscapeNetwork(t *testing.T) {
+	cli, img := dockerAndProbe(t)
+	gw := bridgeGateway(t, cli)
+	loTCP, gwTCP, gwUDP := listeners(t, gw)
+
+	caged := startProbe(t, cli, Spec{Image: img}, nil)
+	caged.held("ifaces", "")
+	caged.held("udp", gwUDP)
+	caged.held("tcp", gwTCP)
+	caged.held("tcp", loTCP)
+
+	// Control: the same probes with the network opened as --allow-net does.
+	open := startProbe(t, cli, Spec{Image: img, AllowNet: true}, nil)
+	open.escapes("ifaces", "")
+	open.escapes("udp", gwUDP)
+	open.escapes("tcp", gwTCP)
+	// The host's loopback is the host's own: only sharing its network
+	// namespace reaches it, which mcpcage never does.
+	host := startProbe(t, cli, Spec{Image: img}, func(_ *container.Config, hc *container.HostConfig) { hc.NetworkMode = "host" })
+	host.escapes("tcp", loTCP)
+}
+
+func TestEscapeFiles(t *testing.T) {
+	cli, img := dockerAndProbe(t)
+	// A folder of the host that is not mounted, and the user's home.
+	secret := t.TempDir()
+	if err := os.WriteFile(filepath.Join(secret, "id_rsa"), []byte("not a key"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	userHome, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A folder mounted read-only, writable by anyone on the host.
+	ro := t.TempDir()
+	if err := os.Chmod(ro, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	mounts := []Mount{{Source: ro, Target: ro}}
+
+	caged := startProbe(t, cli, Spec{Image: img, Mounts: mounts, TmpSize: 8 << 20}, nil)
+	caged.held("read", filepath.Join(secret, "id_rsa"))
+	caged.held("read", userHome)
+	caged.held("read", "/etc/shadow")
+	caged.held("socket", "")
+	if r := caged.held("write", "/data/x"); !strings.Contains(r.Detail, "read-only file system") {
+		t.Errorf("writing the image's disk should fail for being read-only, got %q", r.Detail)
+	}
+	caged.held("write", "/probe")
+	if r := caged.held("write", filepath.Join(ro, "x")); !strings.Contains(r.Detail, "read-only file system") {
+		t.Errorf("writing a read-only mount should fail for being read-only, got %q", r.Detail)
+	}
+	if r := caged.held("fill", "/tmp/fill:"+fmt.Sprint(16<<20)); !strings.Contains(r.Detail, "no space left") {
+		t.Errorf("/tmp should fill up at its size, got %q", r.Detail)
+	}
+	if _, err := os.Stat(filepath.Join(ro, "x")); err == nil {
+		t.Error("a file appeared in the read-only mount")
+	}
+
+	// Control: the rootfs writable, the mount :rw, the unmounted folder
+	// mounted, a larger /tmp: each probe then works.
+	open := startProbe(t, cli, Spec{Image: img, Mounts: []Mount{{Source: ro, Target: ro, Writable: true}, {Source: secret, Target: secret}}, TmpSize: 32 << 20},
+		func(_ *container.Config, hc *container.HostConfig) { hc.ReadonlyRootfs = false })
+	open.escapes("read", filepath.Join(secret, "id_rsa"))
+	open.escapes("write", "/data/x")
+	open.escapes("write", filepath.Join(ro, "x"))
+	open.escapes("fill", "/tmp/fill:"+fmt.Sprint(16<<20))
+}
+
+func TestEscapePrivileges(t *testing.T) {
+	cli, img := dockerAndProbe(t)
+	caged := startProbe(t, cli, Spec{Image: img}, nil)
+	if r := caged.held("root", ""); !strings.Contains(r.Detail, "uid "+strings.Split(User(), ":")[0]) {
+		t.Errorf("the image says USER 0 but the server should run as %s: %s", User(), r.Detail)
+	}
+	caged.held("caps", "")
+	caged.held("chown", "")
+	caged.held("mknod", "")
+	caged.held("setuid", "")
+	caged.held("suid", "/probe-suid")
+
+	// Control 1: without no-new-privileges the setuid-root binary gives euid 0.
+	nonnp := startProbe(t, cli, Spec{Image: img}, func(_ *container.Config, hc *container.HostConfig) { hc.SecurityOpt = nil })
+	nonnp.escapes("suid", "/probe-suid")
+	// Control 2: as the image's user (root) with Docker's default
+	// capabilities, the privileged operations work.
+	root := startProbe(t, cli, Spec{Image: img}, func(cfg *container.Config, hc *container.HostConfig) {
+		cfg.User = ""
+		hc.CapDrop = nil
+	})
+	root.escapes("root", "")
+	root.escapes("caps", "")
+	root.escapes("chown", "")
+	root.escapes("mknod", "")
+}
+
+func TestEscapeResources(t *testing.T) {
+	cli, img := dockerAndProbe(t)
+	caged := startProbe(t, cli, Spec{Image: img, Pids: 48, Memory: 96 << 20}, nil)
+	caged.held("fork", "60")
+	caged.held("memory", "256")
+	// Control: with room for them, the same fork and memory probes work.
+	open := startProbe(t, cli, Spec{Image: img, Pids: 4096, Memory: 1 << 30}, nil)
+	open.escapes("fork", "60")
+	open.escapes("memory", "256")
+}
+
+// TestOOMKilled: a server that outgrows --memory is killed by the kernel, and
+// the cage says so (mcpcage run turns it into a clear error).
+func TestOOMKilled(t *testing.T) {
+	cli, img := dockerAndProbe(t)
+	ctx := context.Background()
+	c, err := Start(ctx, cli, Spec{Name: "oom-probe", Image: img, Cmd: []string{"eat", "256"}, Memory: 96 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(ctx)
+	go io.Copy(io.Discard, c.Stdout())
+	go io.Copy(io.Discard, c.Stderr())
+	code, err := c.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 137 || !c.OOMKilled() {
+		t.Errorf("exit %d, OOMKilled %v; want 137, true", code, c.OOMKilled())
+	}
+
+	// Control: with room, the same server ends normally.
+	c2, err := Start(ctx, cli, Spec{Name: "oom-probe", Image: img, Cmd: []string{"eat", "64"}, Memory: 512 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Stop(ctx)
+	go io.Copy(io.Discard, c2.Stdout())
+	go io.Copy(io.Discard, c2.Stderr())
+	if code, _ := c2.Wait(); code != 0 || c2.OOMKilled() {
+		t.Errorf("control: exit %d, OOMKilled %v; want 0, false", code, c2.OOMKilled())
+	}
+}

@@ -1,0 +1,342 @@
+// Command escapeprobe is the escape suite's fixture: an MCP stdio server,
+// built static and run in a scratch image through the cage, whose one tool
+// "probe" tries to get out of the cage in a named way and reports whether it
+// managed to.
+//
+// tools/call probe {"check": C, "target": T} answers one text item holding
+// {"check":C,"escaped":bool,"detail":"..."}. "escaped" true means the attempt
+// worked: in a sound cage every check reports false.
+//
+//	ifaces            any network interface other than lo that is up
+//	udp  T=ip:port    a DNS query to T gets a reply
+//	tcp  T=ip:port    a TCP connection to T opens
+//	read T=path       the file or folder T can be read
+//	write T=path      the file T can be created
+//	fill T=path:bytes T bytes can be written to path (tmpfs size)
+//	fork T=n          n child processes can be started (pids limit)
+//	memory T=MiB      a child can touch that much memory and exit normally
+//	caps              any effective, permitted or bounding capability
+//	chown, mknod, setuid  privileged operations succeed
+//	suid T=path       running the setuid-root binary T yields euid 0
+//	root              the server runs as uid 0
+//	socket            a Docker socket is visible
+//
+// Run as "escapeprobe sleep" it sleeps (fork children); "escapeprobe eat N"
+// touches N MiB; "escapeprobe euid" prints its effective uid.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "sleep":
+			time.Sleep(60 * time.Second)
+			return
+		case "eat":
+			n, _ := strconv.Atoi(os.Args[2])
+			eat(n)
+			return
+		case "euid":
+			fmt.Println(os.Geteuid())
+			return
+		}
+	}
+	serve()
+}
+
+type request struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+func serve() {
+	in := bufio.NewReader(os.Stdin)
+	out := bufio.NewWriter(os.Stdout)
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			handle(out, line)
+			out.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func reply(out *bufio.Writer, id json.RawMessage, result any) {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+	out.Write(b)
+	out.WriteByte('\n')
+}
+
+func handle(out *bufio.Writer, line []byte) {
+	var req request
+	if err := json.Unmarshal(line, &req); err != nil || req.ID == nil {
+		return
+	}
+	switch req.Method {
+	case "initialize":
+		var p struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		json.Unmarshal(req.Params, &p)
+		if p.ProtocolVersion == "" {
+			p.ProtocolVersion = "2025-06-18"
+		}
+		reply(out, req.ID, map[string]any{
+			"protocolVersion": p.ProtocolVersion,
+			"capabilities":    map[string]any{"tools": map[string]any{}},
+			"serverInfo":      map[string]any{"name": "escape-probe", "version": "1.0.0"},
+		})
+	case "ping":
+		reply(out, req.ID, map[string]any{})
+	case "tools/list":
+		reply(out, req.ID, map[string]any{"tools": []any{map[string]any{
+			"name":        "probe",
+			"description": "Tries one way out of the cage and reports whether it worked.",
+			"inputSchema": map[string]any{"type": "object", "properties": map[string]any{
+				"check": map[string]any{"type": "string"}, "target": map[string]any{"type": "string"},
+			}, "required": []string{"check"}},
+		}}})
+	case "tools/call":
+		var p struct {
+			Name      string `json:"name"`
+			Arguments struct {
+				Check  string `json:"check"`
+				Target string `json:"target"`
+			} `json:"arguments"`
+		}
+		json.Unmarshal(req.Params, &p)
+		escaped, detail := probe(p.Arguments.Check, p.Arguments.Target)
+		text, _ := json.Marshal(map[string]any{"check": p.Arguments.Check, "escaped": escaped, "detail": detail})
+		reply(out, req.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": string(text)}}})
+	default:
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": -32601, "message": "method not found"}})
+		out.Write(b)
+		out.WriteByte('\n')
+	}
+}
+
+func probe(check, target string) (bool, string) {
+	switch check {
+	case "ifaces":
+		ifs, err := net.Interfaces()
+		if err != nil {
+			return false, err.Error()
+		}
+		var names []string
+		escaped := false
+		for _, i := range ifs {
+			names = append(names, i.Name)
+			if i.Flags&net.FlagLoopback == 0 && i.Flags&net.FlagUp != 0 {
+				escaped = true
+			}
+		}
+		return escaped, strings.Join(names, ",")
+	case "udp":
+		c, err := net.DialTimeout("udp", target, 2*time.Second)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer c.Close()
+		// A DNS query for probe.mcpcage.test, type A.
+		q := []byte{0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0}
+		for _, l := range []string{"probe", "mcpcage", "test"} {
+			q = append(q, byte(len(l)))
+			q = append(q, l...)
+		}
+		q = append(q, 0, 0, 1, 0, 1)
+		if _, err := c.Write(q); err != nil {
+			return false, err.Error()
+		}
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		buf := make([]byte, 512)
+		n, err := c.Read(buf)
+		if err != nil {
+			return false, err.Error()
+		}
+		return true, fmt.Sprintf("reply of %d bytes", n)
+	case "tcp":
+		c, err := net.DialTimeout("tcp", target, 2*time.Second)
+		if err != nil {
+			return false, err.Error()
+		}
+		c.Close()
+		return true, "connected"
+	case "read":
+		st, err := os.Stat(target)
+		if err != nil {
+			return false, err.Error()
+		}
+		if st.IsDir() {
+			es, err := os.ReadDir(target)
+			if err != nil {
+				return false, err.Error()
+			}
+			return true, fmt.Sprintf("%d entries", len(es))
+		}
+		b, err := os.ReadFile(target)
+		if err != nil {
+			return false, err.Error()
+		}
+		return true, fmt.Sprintf("read %d bytes", len(b))
+	case "write":
+		if err := os.WriteFile(target, []byte("escaped\n"), 0o644); err != nil {
+			return false, errDetail(err)
+		}
+		return true, "written"
+	case "fill":
+		k := strings.LastIndexByte(target, ':')
+		if k < 0 {
+			return false, "target must be path:bytes"
+		}
+		want, _ := strconv.ParseInt(target[k+1:], 10, 64)
+		f, err := os.Create(target[:k])
+		if err != nil {
+			return false, errDetail(err)
+		}
+		defer os.Remove(target[:k])
+		defer f.Close()
+		chunk := make([]byte, 1<<20)
+		var n int64
+		for n < want {
+			w, err := f.Write(chunk)
+			n += int64(w)
+			if err != nil {
+				return false, fmt.Sprintf("wrote %d bytes: %s", n, errDetail(err))
+			}
+		}
+		return true, fmt.Sprintf("wrote %d bytes", n)
+	case "fork":
+		want, _ := strconv.Atoi(target)
+		var kids []*exec.Cmd
+		var ferr error
+		for len(kids) < want {
+			c := exec.Command("/proc/self/exe", "sleep")
+			if err := c.Start(); err != nil {
+				ferr = err
+				break
+			}
+			kids = append(kids, c)
+		}
+		for _, c := range kids {
+			c.Process.Kill()
+			c.Wait()
+		}
+		if ferr != nil {
+			return false, fmt.Sprintf("started %d of %d: %s", len(kids), want, errDetail(ferr))
+		}
+		return true, fmt.Sprintf("started %d", len(kids))
+	case "memory":
+		c := exec.Command("/proc/self/exe", "eat", target)
+		out, err := c.CombinedOutput()
+		if err != nil {
+			return false, fmt.Sprintf("child: %v %s", err, strings.TrimSpace(string(out)))
+		}
+		return true, "child touched " + target + " MiB"
+	case "caps":
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			return false, err.Error()
+		}
+		escaped := false
+		var seen []string
+		for _, l := range strings.Split(string(b), "\n") {
+			for _, k := range []string{"CapEff:", "CapPrm:", "CapBnd:", "CapAmb:", "NoNewPrivs:"} {
+				if strings.HasPrefix(l, k) {
+					v := strings.TrimSpace(strings.TrimPrefix(l, k))
+					seen = append(seen, k+v)
+					if k != "NoNewPrivs:" && strings.Trim(v, "0") != "" {
+						escaped = true
+					}
+				}
+			}
+		}
+		return escaped, strings.Join(seen, " ")
+	case "chown":
+		p := "/tmp/chown-probe"
+		os.WriteFile(p, nil, 0o644)
+		defer os.Remove(p)
+		if err := os.Chown(p, 0, 0); err != nil {
+			return false, errDetail(err)
+		}
+		st, _ := os.Stat(p)
+		if s, ok := st.Sys().(*syscall.Stat_t); ok && s.Uid == 0 && os.Geteuid() != 0 {
+			return true, "gave a file to root"
+		}
+		return os.Geteuid() == 0, "chown succeeded"
+	case "mknod":
+		p := "/tmp/mknod-probe"
+		defer os.Remove(p)
+		if err := syscall.Mknod(p, syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
+			return false, errDetail(err)
+		}
+		return true, "made /dev/null's twin"
+	case "setuid":
+		if err := syscall.Setuid(0); err != nil {
+			return false, errDetail(err)
+		}
+		return os.Geteuid() == 0, fmt.Sprintf("euid %d", os.Geteuid())
+	case "suid":
+		out, err := exec.Command(target, "euid").CombinedOutput()
+		if err != nil {
+			return false, fmt.Sprintf("%v %s", err, strings.TrimSpace(string(out)))
+		}
+		e := strings.TrimSpace(string(out))
+		return e == "0", "euid " + e
+	case "root":
+		return os.Getuid() == 0 || os.Geteuid() == 0, fmt.Sprintf("uid %d euid %d gid %d", os.Getuid(), os.Geteuid(), os.Getgid())
+	case "socket":
+		for _, p := range []string{"/var/run/docker.sock", "/run/docker.sock"} {
+			if _, err := os.Stat(p); err == nil {
+				return true, p + " is visible"
+			}
+		}
+		return false, "no socket"
+	}
+	return false, "unknown check " + check
+}
+
+func errDetail(err error) string {
+	var errno syscall.Errno
+	if e, ok := err.(interface{ Unwrap() error }); ok {
+		if en, ok := e.Unwrap().(syscall.Errno); ok {
+			errno = en
+		}
+	}
+	if en, ok := err.(syscall.Errno); ok {
+		errno = en
+	}
+	if errno != 0 {
+		return fmt.Sprintf("%s (errno %d)", err.Error(), int(errno))
+	}
+	return err.Error()
+}
+
+// eat touches n MiB so the pages are really used.
+func eat(n int) {
+	var keep [][]byte
+	for i := 0; i < n; i++ {
+		b := make([]byte, 1<<20)
+		for j := 0; j < len(b); j += 4096 {
+			b[j] = 1
+		}
+		keep = append(keep, b)
+	}
+	fmt.Println(len(keep))
+}
