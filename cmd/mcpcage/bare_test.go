@@ -48,6 +48,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/fixture"
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/launch"
+	"github.com/mcpcage/mcpcage/internal/proxy"
 )
 
 func init() {
@@ -92,7 +93,7 @@ func bareMain(args []string) int {
 	rc := &RunContext{IO: io, Name: *name, Launch: launch.Launch{Kind: "process", Argv: argv}, Home: dir}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv, err := startBareProcess(ctx, argv)
+	srv, err := proxy.StartProcess(ctx, argv, nil)
 	if err != nil {
 		fmt.Fprintf(io.ErrOut, "mcpcage: error: %v\n", err)
 		return 1
@@ -310,77 +311,4 @@ func (c *scriptClient) show(line []byte, id int, method string) bool {
 		}
 	}
 	return true
-}
-
-// bareProcess is a plain child process seen as a proxy.Server.
-type bareProcess struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stdout io.Reader
-	stderr io.Reader
-	done   chan struct{}
-	code   int
-	err    error
-}
-
-func startBareProcess(ctx context.Context, argv []string) (*bareProcess, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	p := &bareProcess{cmd: cmd, done: make(chan struct{})}
-	// Own pipes rather than cmd.StdoutPipe: Wait must not close the read
-	// ends while the proxy is still draining them.
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	err = cmd.Start()
-	inR.Close()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		errR.Close()
-		return nil, fmt.Errorf("cannot start %s: %w", argv[0], err)
-	}
-	p.stdin, p.stdout, p.stderr = inW, outR, errR
-	go func() {
-		err := cmd.Wait()
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-		case errors.As(err, &ee):
-			p.code = ee.ExitCode()
-		default:
-			p.code, p.err = 1, err
-		}
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *bareProcess) Stdin() io.WriteCloser { return p.stdin }
-func (p *bareProcess) Stdout() io.Reader     { return p.stdout }
-func (p *bareProcess) Stderr() io.Reader     { return p.stderr }
-func (p *bareProcess) Wait() (int, error) {
-	<-p.done
-	return p.code, p.err
-}
-func (p *bareProcess) Stop(ctx context.Context) error {
-	select {
-	case <-p.done:
-		return nil
-	default:
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.done
-	return nil
 }

@@ -1,0 +1,632 @@
+package pin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/mcpcage/mcpcage/internal/jsonrpc"
+	"github.com/mcpcage/mcpcage/internal/launch"
+	"github.com/mcpcage/mcpcage/internal/proxy"
+)
+
+// Limits on walking a server's paginated list; exceeding any fails closed.
+const (
+	DefaultMaxPages = 100
+	DefaultMaxBytes = 32 << 20
+	DefaultMaxItems = 10000
+)
+
+// Config sets up the pin policy of one session.
+type Config struct {
+	Store  Store
+	Name   string        // the server's identity
+	Launch launch.Launch // recorded with what is pinned
+	// Strict makes the first list need an approval too (no trust on first use).
+	Strict bool
+	Filter Filter
+	// HighFindings, when set, counts the scanner's high-severity findings in
+	// one item (a tool, prompt, ... as raw JSON; instructions as a JSON
+	// string). The lock message gives the total over what changed.
+	HighFindings func(k Kind, item []byte) int
+	// Limits; zero means the Default values.
+	MaxPages, MaxBytes, MaxItems int
+	Now                          func() time.Time
+}
+
+// Filter hides tools from the client: hidden tools vanish from tools/list and
+// calling them gets "Unknown tool". Filters do not change what is pinned: the
+// pins hold the server's whole catalog, whatever flags a session used.
+type Filter struct {
+	Allow    []string // when not empty, only these tools
+	Deny     []string
+	ReadOnly bool // only tools annotated readOnlyHint: true
+}
+
+// Hides reports whether the tool (its raw definition, nil when unknown) is
+// filtered out.
+func (f Filter) Hides(name string, def []byte) bool {
+	if len(f.Allow) > 0 && !contains(f.Allow, name) {
+		return true
+	}
+	if contains(f.Deny, name) {
+		return true
+	}
+	if f.ReadOnly {
+		var t struct {
+			Annotations struct {
+				ReadOnlyHint *bool `json:"readOnlyHint"`
+			} `json:"annotations"`
+		}
+		if def == nil || json.Unmarshal(def, &t) != nil || t.Annotations.ReadOnlyHint == nil || !*t.Annotations.ReadOnlyHint {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Policy pins what a server shows the model and locks the session on drift.
+// It is a proxy.Policy; make one per session with New.
+type Policy struct {
+	cfg Config
+
+	mu    sync.Mutex
+	state map[Kind]*kindState
+}
+
+// kindState is what this session last found for one kind.
+type kindState struct {
+	checked  bool                      // compared since the last list_changed
+	approved map[string]jsontext.Value // approved items by key
+	drifted  map[string]bool           // keys added or changed (for gates)
+	lock     string                    // non-empty: the kind is locked, with this reason
+}
+
+// New returns the pin policy for one session.
+func New(cfg Config) *Policy {
+	if cfg.MaxPages <= 0 {
+		cfg.MaxPages = DefaultMaxPages
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if cfg.MaxItems <= 0 {
+		cfg.MaxItems = DefaultMaxItems
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Policy{cfg: cfg, state: map[Kind]*kindState{}}
+}
+
+var listKinds = map[string]Kind{
+	"tools/list":               Tools,
+	"prompts/list":             Prompts,
+	"resources/list":           Resources,
+	"resources/templates/list": Templates,
+}
+
+var changedKinds = map[string]Kind{
+	"notifications/tools/list_changed":     Tools,
+	"notifications/prompts/list_changed":   Prompts,
+	"notifications/resources/list_changed": Resources,
+}
+
+func listMethod(k Kind) string {
+	for m, kk := range listKinds {
+		if kk == k {
+			return m
+		}
+	}
+	return ""
+}
+
+// Inspect implements proxy.Policy.
+func (p *Policy) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event) proxy.Verdict {
+	m := ev.Msg
+	switch {
+	case ev.Dir == proxy.ClientToServer && m.Kind == jsonrpc.KindRequest:
+		return p.request(s, m)
+	case ev.Dir == proxy.ServerToClient && m.Kind == jsonrpc.KindNotification:
+		if k, ok := changedKinds[m.Method]; ok {
+			p.mu.Lock()
+			if st := p.state[k]; st != nil {
+				st.checked = false
+			}
+			if k == Resources { // templates change with resources
+				if st := p.state[Templates]; st != nil {
+					st.checked = false
+				}
+			}
+			p.mu.Unlock()
+		}
+	case ev.Dir == proxy.ServerToClient && m.Kind == jsonrpc.KindResponse && ev.Method == "initialize" && m.Error == nil:
+		return p.initialized(m)
+	}
+	return proxy.Verdict{}
+}
+
+func (p *Policy) request(s *proxy.Session, m *jsonrpc.Message) proxy.Verdict {
+	params := paramStrings(m.Params)
+	if k, ok := listKinds[m.Method]; ok {
+		if params["cursor"] != "" {
+			// mcpcage answers every list in one page, so no cursor is ours.
+			return reply(errorMsg(m.ID, jsonrpc.CodeInvalidParams, "Invalid cursor: mcpcage answers "+m.Method+" in one page"))
+		}
+		return proxy.Verdict{Async: func(ctx context.Context) proxy.Verdict { return p.list(ctx, s, m, k) }}
+	}
+	var k Kind
+	var key string
+	switch m.Method {
+	case "tools/call":
+		k, key = Tools, params["name"]
+	case "prompts/get":
+		k, key = Prompts, params["name"]
+	case "resources/read":
+		k, key = Resources, params["uri"]
+	default:
+		return proxy.Verdict{}
+	}
+	if k == Tools && key == "" {
+		return reply(errorMsg(m.ID, jsonrpc.CodeInvalidParams, "Invalid params: tools/call needs a tool name"))
+	}
+	p.mu.Lock()
+	checked := p.state[k] != nil && p.state[k].checked
+	p.mu.Unlock()
+	if checked {
+		return p.gate(m, k, key)
+	}
+	// Clients cache lists across sessions, so a call can come before any
+	// list: compare first, then decide.
+	return proxy.Verdict{Async: func(ctx context.Context) proxy.Verdict {
+		if _, err := p.refresh(ctx, s, k); err != nil {
+			return reply(errorMsg(m.ID, jsonrpc.CodeBlocked, fmt.Sprintf("mcpcage blocked %s: %v", m.Method, err)))
+		}
+		return p.gate(m, k, key)
+	}}
+}
+
+// gate decides a call or get against this session's latest comparison.
+func (p *Policy) gate(m *jsonrpc.Message, k Kind, key string) proxy.Verdict {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.state[k]
+	switch k {
+	case Tools:
+		def := st.approved[key]
+		if p.cfg.Filter.Hides(key, def) {
+			return reply(errorMsg(m.ID, jsonrpc.CodeInvalidParams, "Unknown tool: "+key))
+		}
+		if lock := p.toolsLock(); lock != "" {
+			return reply(resultMsg(m.ID, callBlocked(p.cfg.Name, key, lock)))
+		}
+		if def == nil {
+			return reply(errorMsg(m.ID, jsonrpc.CodeInvalidParams, "Unknown tool: "+key))
+		}
+	case Prompts, Resources:
+		if st.lock != "" && st.drifted[key] {
+			return reply(errorMsg(m.ID, jsonrpc.CodeBlocked, fmt.Sprintf(
+				"mcpcage blocked %s: %s %q of %q changed since it was approved (rug-pull protection). Run `mcpcage diff %s`.",
+				m.Method, k.Noun(), key, p.cfg.Name, p.cfg.Name)))
+		}
+	}
+	return proxy.Verdict{}
+}
+
+// toolsLock is why tool calls are blocked: the tools or the instructions
+// drifted (or are not yet approved under --strict). p.mu is held.
+func (p *Policy) toolsLock() string {
+	if st := p.state[Tools]; st != nil && st.lock != "" {
+		return st.lock
+	}
+	if st := p.state[Instructions]; st != nil && st.lock != "" {
+		return st.lock
+	}
+	return ""
+}
+
+func callBlocked(name, tool, lock string) string {
+	return fmt.Sprintf("mcpcage blocked the call to %q: %s This call did not reach the server, and no call will until a person reviews the change with `mcpcage diff %s` and approves it with `mcpcage approve %s`.",
+		tool, lock, name, name)
+}
+
+// list answers a client's list request from a complete, checked walk.
+func (p *Policy) list(ctx context.Context, s *proxy.Session, m *jsonrpc.Message, k Kind) proxy.Verdict {
+	items, err := p.refresh(ctx, s, k)
+	var se *serverError
+	if errors.As(err, &se) {
+		return reply(errorMsg(m.ID, se.e.Code, se.e.Message))
+	}
+	if err != nil {
+		return reply(errorMsg(m.ID, jsonrpc.CodeBlocked, fmt.Sprintf("mcpcage blocked %s: %v", m.Method, err)))
+	}
+	p.mu.Lock()
+	lock := p.state[k].lock
+	if k == Tools {
+		lock = p.toolsLock()
+	}
+	p.mu.Unlock()
+	if lock != "" {
+		return reply(errorMsg(m.ID, jsonrpc.CodeBlocked, "mcpcage blocked "+m.Method+": "+lock))
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"` + string(k) + `":[`)
+	n := 0
+	for _, it := range items {
+		if k == Tools {
+			key, _ := ItemKey(k, it)
+			if p.cfg.Filter.Hides(key, it) {
+				continue
+			}
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(it)
+		n++
+	}
+	b.WriteString(`]}`)
+	return reply(resultMsg(m.ID, "", b.Bytes()))
+}
+
+// serverError is an error the server itself answered a list with; it is
+// passed on to the client as it is (e.g. a server with no prompts).
+type serverError struct{ e *jsonrpc.Error }
+
+func (e *serverError) Error() string { return e.e.Message }
+
+// refresh walks the server's list of kind k (and, for tools, makes sure the
+// instructions were checked), compares it with the pins and records the
+// outcome. It returns the items the server sent.
+func (p *Policy) refresh(ctx context.Context, s *proxy.Session, k Kind) ([]jsontext.Value, error) {
+	items, err := p.walk(ctx, s, k)
+	if err != nil {
+		return nil, err
+	}
+	return items, p.check(k, items)
+}
+
+// walk fetches every page of the list with the proxy's own requests.
+func (p *Policy) walk(ctx context.Context, s *proxy.Session, k Kind) ([]jsontext.Value, error) {
+	method := listMethod(k)
+	var items []jsontext.Value
+	seen := map[string]bool{}
+	cursor, total := "", 0
+	for page := 1; ; page++ {
+		if page > p.cfg.MaxPages {
+			return nil, fmt.Errorf("the server's %s list has more than %d pages", k.Noun(), p.cfg.MaxPages)
+		}
+		params := []byte(`{}`)
+		if cursor != "" {
+			c, _ := jsontext.AppendQuote(nil, cursor)
+			params = append(append([]byte(`{"cursor":`), c...), '}')
+		}
+		resp, err := s.Call(ctx, method, params)
+		if err != nil {
+			return nil, fmt.Errorf("the server did not answer %s: %v", method, err)
+		}
+		if resp.Error != nil {
+			if page == 1 {
+				return nil, &serverError{resp.Error}
+			}
+			return nil, fmt.Errorf("the server answered page %d of %s with an error: %s", page, method, resp.Error.Message)
+		}
+		total += len(resp.Result)
+		if total > p.cfg.MaxBytes {
+			return nil, fmt.Errorf("the server's %s list is larger than %d bytes", k.Noun(), p.cfg.MaxBytes)
+		}
+		pageItems, next, err := parsePage(resp.Result, k)
+		if err != nil {
+			return nil, fmt.Errorf("the server sent an invalid %s result: %v", method, err)
+		}
+		items = append(items, pageItems...)
+		if len(items) > p.cfg.MaxItems {
+			return nil, fmt.Errorf("the server lists more than %d %ss", p.cfg.MaxItems, k.Noun())
+		}
+		if next == "" {
+			return items, nil
+		}
+		if seen[next] || next == cursor {
+			return nil, fmt.Errorf("the server's %s list does not end (cursor %.40q came back)", k.Noun(), next)
+		}
+		seen[next] = true
+		cursor = next
+	}
+}
+
+// parsePage reads one list result: the items under k and nextCursor.
+func parsePage(result []byte, k Kind) ([]jsontext.Value, string, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(result))
+	if dec.PeekKind() != '{' {
+		return nil, "", errors.New("not an object")
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, "", err
+	}
+	var items []jsontext.Value
+	var next string
+	found := false
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return nil, "", err
+		}
+		switch name.String() {
+		case string(k):
+			if dec.PeekKind() != '[' {
+				return nil, "", fmt.Errorf("%q is not an array", k)
+			}
+			dec.ReadToken()
+			for dec.PeekKind() != ']' {
+				v, err := dec.ReadValue()
+				if err != nil {
+					return nil, "", err
+				}
+				if v.Kind() != '{' {
+					return nil, "", fmt.Errorf("a %s is not an object", k.Noun())
+				}
+				c := v.Clone()
+				if err := c.Compact(); err != nil {
+					return nil, "", err
+				}
+				items = append(items, c)
+			}
+			if _, err := dec.ReadToken(); err != nil {
+				return nil, "", err
+			}
+			found = true
+		case "nextCursor":
+			v, err := dec.ReadToken()
+			if err != nil {
+				return nil, "", err
+			}
+			if v.Kind() == 'n' {
+				continue
+			}
+			if v.Kind() != '"' {
+				return nil, "", errors.New("nextCursor is not a string")
+			}
+			next = v.String()
+		default:
+			if err := dec.SkipValue(); err != nil {
+				return nil, "", err
+			}
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, "", err
+	}
+	if !found {
+		return nil, "", fmt.Errorf("no %q", k)
+	}
+	if items == nil {
+		items = []jsontext.Value{}
+	}
+	return items, next, nil
+}
+
+// check compares items with the pins under the pin file's lock, records
+// first use or pending drift, and sets this session's state for k.
+func (p *Policy) check(k Kind, items []jsontext.Value) error {
+	if items == nil {
+		items = []jsontext.Value{}
+	}
+	var changes []Change
+	var lock string
+	var approved []jsontext.Value
+	_, err := p.cfg.Store.Update(p.cfg.Name, func(f *File) (bool, error) {
+		changes, lock, approved = nil, "", nil
+		now := p.cfg.Now().UTC()
+		if !f.Approved.Has(k) && !p.cfg.Strict {
+			if f.Approved == nil {
+				f.Approved = &Snapshot{Launch: p.cfg.Launch}
+			}
+			f.Approved.Set(k, items)
+			f.Approved.Time = now
+			approved = items
+			return true, nil
+		}
+		var err error
+		changes, err = Compare(k, f.Approved.List(k), items)
+		if err != nil {
+			return false, err
+		}
+		approved = f.Approved.List(k)
+		if len(changes) == 0 && f.Approved.Has(k) {
+			return false, nil
+		}
+		if f.Approved.Has(k) {
+			lock = p.driftMessage(k, changes)
+		} else {
+			lock = fmt.Sprintf("%s of %q are not approved yet (--strict). Run `mcpcage diff %s`, then `mcpcage approve %s`.",
+				definitions(k), p.cfg.Name, p.cfg.Name, p.cfg.Name)
+		}
+		if f.Pending.Has(k) {
+			if same, err := Compare(k, f.Pending.List(k), items); err == nil && len(same) == 0 && launchEqual(f.Pending.Launch, p.cfg.Launch) {
+				return false, nil
+			}
+		}
+		if f.Pending == nil {
+			f.Pending = &Snapshot{}
+		}
+		f.Pending.Set(k, items)
+		f.Pending.Launch = p.cfg.Launch
+		f.Pending.Time = now
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	st := &kindState{checked: true, lock: lock, approved: map[string]jsontext.Value{}, drifted: map[string]bool{}}
+	for _, it := range approved {
+		if key, err := ItemKey(k, it); err == nil {
+			st.approved[key] = it
+		}
+	}
+	for _, c := range changes {
+		if c.Op != Removed {
+			st.drifted[c.Key] = true
+		}
+	}
+	if lock != "" && len(changes) == 0 {
+		for _, it := range items { // --strict first use: everything is new
+			if key, err := ItemKey(k, it); err == nil {
+				st.drifted[key] = true
+			}
+		}
+	}
+	p.mu.Lock()
+	p.state[k] = st
+	p.mu.Unlock()
+	return nil
+}
+
+func definitions(k Kind) string {
+	if k == Instructions {
+		return "the instructions"
+	}
+	return k.Noun() + " definitions"
+}
+
+// driftMessage is the text after "mcpcage blocked METHOD: ", as the brief
+// shows it.
+func (p *Policy) driftMessage(k Kind, changes []Change) string {
+	var b strings.Builder
+	if k == Instructions {
+		fmt.Fprintf(&b, "the instructions of %q changed since they were approved (rug-pull protection).", p.cfg.Name)
+	} else {
+		fmt.Fprintf(&b, "%s of %q changed since they were approved (rug-pull protection).", definitions(k), p.cfg.Name)
+	}
+	if p.cfg.HighFindings != nil {
+		n := 0
+		for _, c := range changes {
+			if c.New != nil {
+				n += p.cfg.HighFindings(k, c.New)
+			}
+		}
+		switch {
+		case n == 1:
+			b.WriteString(" 1 high-severity sign of hidden instructions.")
+		case n > 1:
+			fmt.Fprintf(&b, " %d high-severity signs of hidden instructions.", n)
+		}
+	}
+	fmt.Fprintf(&b, " Run `mcpcage diff %s`.", p.cfg.Name)
+	return b.String()
+}
+
+// initialized checks the server's instructions from the initialize result.
+// Instructions that are new or changed are pinned or locked like any list,
+// and are removed from the result until they are approved, so they never
+// reach the model unreviewed.
+func (p *Policy) initialized(m *jsonrpc.Message) proxy.Verdict {
+	var r struct {
+		Instructions string `json:"instructions"`
+	}
+	if err := json.Unmarshal(m.Result, &r); err != nil {
+		return proxy.Verdict{}
+	}
+	q, _ := jsontext.AppendQuote(nil, r.Instructions)
+	if err := p.check(Instructions, []jsontext.Value{q}); err != nil {
+		// Fail closed: the client gets an error instead of a server whose
+		// instructions could not be checked.
+		return proxy.Verdict{Action: proxy.Replace, Message: errorMsg(m.ID, jsonrpc.CodeBlocked, "mcpcage blocked initialize: "+err.Error())}
+	}
+	p.mu.Lock()
+	lock := p.state[Instructions].lock
+	p.mu.Unlock()
+	if lock == "" || r.Instructions == "" {
+		return proxy.Verdict{}
+	}
+	stripped, err := withoutMember(m.Result, "instructions")
+	if err != nil {
+		return proxy.Verdict{}
+	}
+	return proxy.Verdict{Action: proxy.Replace, Message: resultMsg(m.ID, "", stripped)}
+}
+
+func reply(msg []byte) proxy.Verdict { return proxy.Verdict{Action: proxy.Reply, Message: msg} }
+
+func launchEqual(a, b launch.Launch) bool {
+	x, _ := json.Marshal(a, json.Deterministic(true))
+	y, _ := json.Marshal(b, json.Deterministic(true))
+	return bytes.Equal(x, y)
+}
+
+// withoutMember returns the object obj with the named top-level member removed.
+func withoutMember(obj []byte, name string) ([]byte, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, err
+	}
+	out := []byte{'{'}
+	for dec.PeekKind() != '}' {
+		n, err := dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		if n.String() == name {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out, _ = jsontext.AppendQuote(out, n.String())
+		out = append(out, ':')
+		out = append(out, v...)
+	}
+	return append(out, '}'), nil
+}
+
+// paramStrings returns the string members of a request's params.
+func paramStrings(params []byte) map[string]string {
+	out := map[string]string{}
+	if len(params) == 0 {
+		return out
+	}
+	var m map[string]jsontext.Value
+	if json.Unmarshal(params, &m) != nil {
+		return out
+	}
+	for k, v := range m {
+		var s string
+		if v.Kind() == '"' && json.Unmarshal(v, &s) == nil {
+			out[k] = s
+		}
+	}
+	return out
+}
+
+func errorMsg(id jsonrpc.ID, code int, msg string) []byte {
+	return jsonrpc.NewErrorResponse(id, code, msg, nil)
+}
+
+// resultMsg builds a response: with text, a tools/call result that is an
+// error (isError) carrying the text; else the raw result.
+func resultMsg(id jsonrpc.ID, text string, raw ...[]byte) []byte {
+	if len(raw) > 0 {
+		return jsonrpc.NewResponse(id, raw[0])
+	}
+	q, _ := jsontext.AppendQuote(nil, text)
+	return jsonrpc.NewResponse(id, []byte(`{"content":[{"type":"text","text":`+string(q)+`}],"isError":true}`))
+}
