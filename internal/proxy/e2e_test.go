@@ -143,7 +143,11 @@ func newClient(logs *[]string, mu *sync.Mutex) *mcp.Client {
 
 // exercise drives every feature through a connected client session and
 // checks what comes back; it returns what the handlers saw.
-func exercise(t *testing.T, transport mcp.Transport, version string) []string {
+//
+// settle, when not nil, is called after the cancelled call and must wait
+// until the cancellation and the server's late answer have both passed, so
+// that transcripts do not depend on goroutine timing.
+func exercise(t *testing.T, transport mcp.Transport, version string, settle func()) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -202,6 +206,9 @@ func exercise(t *testing.T, transport mcp.Transport, version string) []string {
 	if err == nil {
 		t.Error("slow call was not cancelled")
 	}
+	if settle != nil {
+		settle()
+	}
 	pr, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"who": "bob"}})
 	if err != nil || pr.Messages[0].Content.(*mcp.TextContent).Text != "hello bob" {
 		t.Errorf("prompts/get: %v", err)
@@ -230,7 +237,7 @@ func TestGoSDKThroughProxy(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			srv := startFixture(t, "gosdk")
 			p := startProxy(t, srv, Config{})
-			seen := exercise(t, &mcp.IOTransport{Reader: p.fromProxy, Writer: p.toProxy}, version)
+			seen := exercise(t, &mcp.IOTransport{Reader: p.fromProxy, Writer: p.toProxy}, version, nil)
 			t.Logf("seen: %v", seen)
 			p.toProxy.Close()
 			if code := p.wait(t); code != 0 || p.err != nil {

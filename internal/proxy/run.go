@@ -198,9 +198,10 @@ func (r *run) waitBounded(done <-chan struct{}, what string) {
 }
 
 type pending struct {
-	id     jsonrpc.ID
-	method string
-	params []byte
+	id        jsonrpc.ID
+	method    string
+	params    []byte
+	cancelled bool
 }
 
 type run struct {
@@ -354,7 +355,7 @@ func (r *run) fromClient(m *jsonrpc.Message) {
 		ev.Method, ev.Params = p.method, p.params
 	case jsonrpc.KindNotification:
 		if m.Method == "notifications/cancelled" {
-			r.forget(r.pendingC2S, m)
+			r.cancelled(r.pendingC2S, m)
 		}
 	}
 	r.inspect(ev)
@@ -474,21 +475,26 @@ func (r *run) serverLine(line []byte) {
 		}
 	case jsonrpc.KindNotification:
 		if m.Method == "notifications/cancelled" {
-			r.forget(r.pendingS2C, m)
+			r.cancelled(r.pendingS2C, m)
 		}
 	}
 	r.inspect(ev)
 }
 
-// forget drops the pending entry a cancellation names: a late answer to a
-// cancelled request is then dropped, as the protocol allows.
-func (r *run) forget(pend map[string]pending, m *jsonrpc.Message) {
+// cancelled marks the pending entry a cancellation names. A late answer is
+// still relayed (the peer may send one, and the client would have seen it
+// without us), but a server that exits owes no answer to it.
+func (r *run) cancelled(pend map[string]pending, m *jsonrpc.Message) {
 	raw, ok := memberRaw(m.Params, "requestId")
 	if !ok {
 		return
 	}
+	key := jsonrpc.RawID(string(raw)).Key()
 	r.mu.Lock()
-	delete(pend, jsonrpc.RawID(string(raw)).Key())
+	if p, ok := pend[key]; ok {
+		p.cancelled = true
+		pend[key] = p
+	}
 	r.mu.Unlock()
 }
 
@@ -588,7 +594,9 @@ func (r *run) failPending(code int) {
 	r.mu.Lock()
 	ps := make([]pending, 0, len(r.pendingC2S))
 	for k, p := range r.pendingC2S {
-		ps = append(ps, p)
+		if !p.cancelled {
+			ps = append(ps, p)
+		}
 		delete(r.pendingC2S, k)
 	}
 	r.mu.Unlock()
