@@ -1,0 +1,308 @@
+package clients
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+	"github.com/tailscale/hujson"
+)
+
+const exe = "/opt/mcpcage/bin/mcpcage"
+
+// fixtures are the realistic, hard configuration files in testdata, with the
+// names of the entries --fix must cage.
+var fixtures = []struct {
+	file   string
+	client string
+	caged  []string
+}{
+	{"claude_desktop_config.json", "claude-desktop", []string{"filesystem", "github", "notes/~ana", "récits 📚", "everything"}},
+	{"claude.json", "claude-code", []string{"sequential-thinking", "postgres", "stripe", "puppeteer"}},
+	{"mcp.json", "claude-code", []string{"memory", "playwright", "time"}},
+	{"cursor_mcp.json", "cursor", []string{"filesystem", "brave-search", "日本語サーバー"}},
+	{"vscode_mcp.json", "vscode", []string{"github", "perplexity-ask", "fetch"}},
+	{"windsurf_mcp_config.json", "windsurf", []string{"git", "slack", "aws-kb"}},
+	{"devin_config.json", "devin", []string{"everything", "openai-helper"}},
+	{"copilot_mcp-config.json", "copilot-cli", []string{"playwright", "sentry"}},
+	{"zed_settings.json", "zed", []string{"mcp-server-context7", "postgres", "disabled-one"}},
+	{"cline_mcp_settings.json", "cline", []string{"github.com/modelcontextprotocol/servers/tree/main/src/filesystem", "tavily"}},
+	{"gemini_settings.json", "gemini-cli", []string{"github", "py-tools"}},
+	{"codex_config.toml", "codex", []string{"context7", "docs", "notes/~ana", "récits"}},
+}
+
+func readFixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// decodeStd decodes a file the way its client does, independently of the
+// code under test: strict JSON, JSON after removing comments and trailing
+// commas, or TOML.
+func decodeStd(t *testing.T, f Format, b []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	switch f {
+	case JSON:
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("not strict JSON any more: %v\n%s", err, b)
+		}
+	case JSONC:
+		v, err := hujson.Parse(append([]byte(nil), b...))
+		if err != nil {
+			t.Fatalf("not JSONC any more: %v\n%s", err, b)
+		}
+		v.Standardize()
+		if err := json.Unmarshal(v.Pack(), &m); err != nil {
+			t.Fatalf("not JSONC any more: %v", err)
+		}
+	case TOML:
+		if _, err := toml.Decode(string(b), &m); err != nil {
+			t.Fatalf("not TOML any more: %v\n%s", err, b)
+		}
+	}
+	return m
+}
+
+// stdEntries returns every server entry, keyed by its path.
+func stdEntries(m map[string]any, tables [][]string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	var walk func(v any, path []string, where []string)
+	walk = func(v any, path []string, where []string) {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		if len(path) == 0 {
+			for k, e := range obj {
+				if em, ok := e.(map[string]any); ok {
+					out[strings.Join(append(append([]string(nil), where...), k), "\x00")] = em
+				}
+			}
+			return
+		}
+		if path[0] == "*" {
+			for k, e := range obj {
+				walk(e, path[1:], append(append([]string(nil), where...), k))
+			}
+			return
+		}
+		walk(obj[path[0]], path[1:], append(append([]string(nil), where...), path[0]))
+	}
+	for _, tb := range tables {
+		walk(m, tb, nil)
+	}
+	return out
+}
+
+// commandOf returns the object holding command and args and the command key
+// (Zed's older form nests them).
+func commandOf(e map[string]any) (map[string]any, string) {
+	if c, ok := e["command"].(map[string]any); ok {
+		return c, "path"
+	}
+	return e, "command"
+}
+
+func TestFixtures(t *testing.T) {
+	for _, fx := range fixtures {
+		t.Run(fx.file, func(t *testing.T) {
+			c := Lookup(fx.client)
+			orig := readFixture(t, fx.file)
+			fixed, changes, err := Edit(c.Format, orig, c.Tables, OpFix, exe, nil)
+			if err != nil {
+				t.Fatalf("fix: %v", err)
+			}
+			var names []string
+			for _, ch := range changes {
+				names = append(names, ch.Before.Name)
+			}
+			if !reflect.DeepEqual(names, fx.caged) {
+				t.Errorf("fix caged %q, want %q", names, fx.caged)
+			}
+
+			// The file still parses in its client's format, and only the
+			// command and args of the caged entries changed.
+			before := stdEntries(decodeStd(t, c.Format, orig), c.Tables)
+			after := stdEntries(decodeStd(t, c.Format, fixed), c.Tables)
+			if len(before) != len(after) {
+				t.Fatalf("%d entries became %d", len(before), len(after))
+			}
+			cagedNames := map[string]bool{}
+			for _, n := range fx.caged {
+				cagedNames[n] = true
+			}
+			for k, b := range before {
+				a := after[k]
+				name := k[strings.LastIndex(k, "\x00")+1:]
+				if !cagedNames[name] {
+					if !reflect.DeepEqual(a, b) {
+						t.Errorf("entry %q changed: %v -> %v", name, b, a)
+					}
+					continue
+				}
+				bc, key := commandOf(b)
+				ac, _ := commandOf(a)
+				var wantArgs []any
+				wantArgs = append(wantArgs, "run", "--name="+name)
+				for _, ev := range envOrder(t, fx.file, name, bc) {
+					wantArgs = append(wantArgs, "--env="+ev)
+				}
+				wantArgs = append(wantArgs, "--", bc[key])
+				wantArgs = append(wantArgs, bc["args"].([]any)...)
+				if ac[key] != exe || !reflect.DeepEqual(ac["args"], wantArgs) {
+					t.Errorf("entry %q: got %v %v, want %v %v", name, ac[key], ac["args"], exe, wantArgs)
+				}
+				for k2 := range bc {
+					if k2 != key && k2 != "args" && !reflect.DeepEqual(ac[k2], bc[k2]) {
+						t.Errorf("entry %q: %s changed", name, k2)
+					}
+				}
+			}
+
+			again, changes2, err := Edit(c.Format, fixed, c.Tables, OpFix, exe, nil)
+			if err != nil || len(changes2) != 0 || !bytes.Equal(again, fixed) {
+				t.Errorf("second fix changed something: %v %d", err, len(changes2))
+			}
+
+			back, changes3, err := Edit(c.Format, fixed, c.Tables, OpUnwrap, "", nil)
+			if err != nil {
+				t.Fatalf("unwrap: %v", err)
+			}
+			if len(changes3) != len(fx.caged) {
+				t.Errorf("unwrap restored %d entries, want %d", len(changes3), len(fx.caged))
+			}
+			if !bytes.Equal(back, orig) {
+				t.Errorf("unwrap(fix(x)) != x:\n%s", back)
+			}
+			if testing.Verbose() {
+				t.Logf("fixed:\n%s", fixed)
+			}
+		})
+	}
+}
+
+// envOrder is the order of the env names as written in the file (Go maps
+// lose it), plus Codex's env_vars.
+func envOrder(t *testing.T, file, name string, entry map[string]any) []string {
+	env, _ := entry["env"].(map[string]any)
+	var names []string
+	for k := range env {
+		names = append(names, k)
+	}
+	src := string(readFixture(t, file))
+	sort.Slice(names, func(i, j int) bool {
+		return strings.Index(src, names[i]) < strings.Index(src, names[j])
+	})
+	if ev, ok := entry["env_vars"].([]any); ok {
+		for _, v := range ev {
+			names = append(names, v.(string))
+		}
+	}
+	return names
+}
+
+// An edit the user makes after caging survives unwrapping.
+func TestUnwrapKeepsLaterEdits(t *testing.T) {
+	c := Lookup("cursor")
+	orig := readFixture(t, "cursor_mcp.json")
+	fixed, _, err := Edit(c.Format, orig, c.Tables, OpFix, exe, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := bytes.Replace(fixed, []byte(`"BRAVE_API_KEY"`), []byte(`"BRAVE_API_KEY_NEW"`), 1)
+	edited = bytes.Replace(edited, []byte(`"/Users/ana/Downloads"`), []byte(`"/Users/ana/Music"`), 1)
+	back, _, err := Edit(c.Format, edited, c.Tables, OpUnwrap, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Replace(orig, []byte(`"BRAVE_API_KEY"`), []byte(`"BRAVE_API_KEY_NEW"`), 1)
+	want = bytes.Replace(want, []byte(`"/Users/ana/Downloads"`), []byte(`"/Users/ana/Music"`), 1)
+	if !bytes.Equal(back, want) {
+		t.Errorf("unwrap lost a later edit:\n%s", back)
+	}
+}
+
+// Unwrapping needs nothing but the entry: a hand-written wrapped entry
+// (no backup, no ledger) is restored too.
+func TestUnwrapHandWritten(t *testing.T) {
+	in := []byte(`{"mcpServers": {"x": {"command": "/usr/local/bin/mcpcage", "args": ["run", "--allow-net", "--", "npx", "-y", "pkg"]}}}`)
+	out, ch, err := Edit(JSON, in, [][]string{{"mcpServers"}}, OpUnwrap, "", nil)
+	if err != nil || len(ch) != 1 {
+		t.Fatal(err, len(ch))
+	}
+	if want := `{"mcpServers": {"x": {"command": "npx", "args": ["-y", "pkg"]}}}`; string(out) != want {
+		t.Errorf("got %s", out)
+	}
+}
+
+func TestNotCageable(t *testing.T) {
+	c := Lookup("claude-desktop")
+	srvs, err := Read(c.Format, readFixture(t, "claude_desktop_config.json"), c.Tables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Kind{"sqlite": KindImage, "local-tool": KindCommand, "context7": KindCommand, "everything": KindNpx, "récits 📚": KindNpx}
+	for _, s := range srvs {
+		if k, ok := want[s.Name]; ok && s.Kind() != k {
+			t.Errorf("%s: kind %q, want %q", s.Name, s.Kind(), k)
+		}
+	}
+}
+
+func TestSecretsFoundAndRedacted(t *testing.T) {
+	for _, fx := range fixtures {
+		c := Lookup(fx.client)
+		raw := readFixture(t, fx.file)
+		srvs, err := Read(c.Format, raw, c.Tables)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range srvs {
+			for _, f := range s.Secrets() {
+				if len(f.Redacted) > 16 || (strings.TrimSuffix(f.Redacted, "…") != "" && !bytes.Contains(raw, []byte(strings.TrimSuffix(f.Redacted, "…")))) {
+					t.Errorf("%s %s: redaction %q shows too much", fx.file, s.Name, f.Redacted)
+				}
+			}
+		}
+	}
+	want := map[string][]string{ // file -> "server: where kind"
+		"claude_desktop_config.json": {"github: env GITHUB_PERSONAL_ACCESS_TOKEN GitHub token", "récits 📚: env ANTHROPIC_API_KEY Anthropic API key"},
+		"claude.json":                {"sentry: header Authorization high-entropy value", "postgres: env PGPASSWORD high-entropy value", "stripe: args[3] Stripe key"},
+		"cursor_mcp.json":            {"brave-search: env BRAVE_API_KEY high-entropy value", "context7: header CONTEXT7_API_KEY high-entropy value"},
+		"vscode_mcp.json":            {"huggingface: header Authorization high-entropy value"},
+		"windsurf_mcp_config.json":   {"slack: env SLACK_BOT_TOKEN Slack token", "figma: header X-Figma-Token high-entropy value", "aws-kb: env AWS_ACCESS_KEY_ID AWS access key id", "aws-kb: env AWS_SECRET_ACCESS_KEY high-entropy value"},
+		"devin_config.json":          {"openai-helper: env OPENAI_API_KEY OpenAI API key"},
+		"copilot_mcp-config.json":    {"github-remote: header Authorization GitHub token"},
+		"zed_settings.json":          {"remote-linear: header Authorization high-entropy value"},
+		"cline_mcp_settings.json":    {"weather~dev: env OPENWEATHER_API_KEY high-entropy value", "tavily: env TAVILY_API_KEY high-entropy value"},
+		"gemini_settings.json":       {"remote-http: url query api_key high-entropy value"},
+		"codex_config.toml":          {"docs: env DOCS_TOKEN high-entropy value", "récits: env OPENAI_API_KEY OpenAI API key"},
+	}
+	for _, fx := range fixtures {
+		c := Lookup(fx.client)
+		srvs, _ := Read(c.Format, readFixture(t, fx.file), c.Tables)
+		got := []string{}
+		for _, s := range srvs {
+			for _, f := range s.Secrets() {
+				got = append(got, s.Name+": "+f.Where+" "+f.Kind)
+			}
+		}
+		w := append([]string{}, want[fx.file]...)
+		sort.Strings(got)
+		sort.Strings(w)
+		if !reflect.DeepEqual(got, w) {
+			t.Errorf("%s: secrets\n got %q\nwant %q", fx.file, got, w)
+		}
+	}
+}

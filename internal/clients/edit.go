@@ -1,0 +1,126 @@
+package clients
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/tailscale/hujson"
+)
+
+// Op is an edit of a configuration file.
+type Op int
+
+const (
+	// OpFix cages every cageable entry.
+	OpFix Op = iota
+	// OpUnwrap restores every entry written in the wrapped form.
+	OpUnwrap
+)
+
+// Change is one entry an edit changes.
+type Change struct {
+	Before, After Server
+}
+
+// Read returns the server entries of a file's content.
+func Read(f Format, data []byte, tables [][]string) ([]Server, error) {
+	if f == TOML {
+		doc, err := parseTOML(data)
+		if err != nil {
+			return nil, err
+		}
+		return doc.servers(), nil
+	}
+	doc, err := parseJSON(data, tables)
+	if err != nil {
+		return nil, err
+	}
+	return doc.servers(), nil
+}
+
+// Edit applies op to a file's content and returns the new content and what
+// changed; with no change it returns data itself and no changes. exe is the
+// absolute path of mcpcage written into caged entries. only, when not nil,
+// limits the edit to the entries it accepts.
+//
+// The result is checked by reading it again: the same entries in the same
+// places, each changed one with exactly the command and args intended, every
+// other entry as it was, and strict JSON still strict. Anything else is an
+// error and nothing should be written.
+func Edit(f Format, data []byte, tables [][]string, op Op, exe string, only func(Server) bool) ([]byte, []Change, error) {
+	var (
+		out     []byte
+		changes []Change
+		err     error
+	)
+	if f == TOML {
+		out, changes, err = editTOML(data, op, exe, only)
+	} else {
+		out, changes, err = editJSON(data, tables, op, exe, only)
+	}
+	if err != nil || len(changes) == 0 {
+		return out, changes, err
+	}
+	if err := verify(f, data, out, tables, changes); err != nil {
+		return nil, nil, fmt.Errorf("internal check failed, nothing changed: %v", err)
+	}
+	return out, changes, nil
+}
+
+func key(where []string) string { return strings.Join(where, "\x00") }
+
+func verify(f Format, before, after []byte, tables [][]string, changes []Change) error {
+	a, err := Read(f, before, tables)
+	if err != nil {
+		return err
+	}
+	b, err := Read(f, after, tables)
+	if err != nil {
+		return fmt.Errorf("the result does not parse: %v", err)
+	}
+	if len(a) != len(b) {
+		return fmt.Errorf("%d entries became %d", len(a), len(b))
+	}
+	want := map[string]Server{}
+	for _, c := range changes {
+		want[key(c.After.Where)] = c.After
+	}
+	for i := range a {
+		if key(a[i].Where) != key(b[i].Where) {
+			return fmt.Errorf("entry %q moved", a[i].Name)
+		}
+		exp := a[i]
+		if w, ok := want[key(a[i].Where)]; ok {
+			exp.Command, exp.Args = w.Command, w.Args
+		}
+		if len(exp.Args) == 0 {
+			exp.Args = nil
+		}
+		got := b[i]
+		if len(got.Args) == 0 {
+			got.Args = nil
+		}
+		if !reflect.DeepEqual(exp, got) {
+			return fmt.Errorf("entry %q is not as intended", a[i].Name)
+		}
+	}
+	if f == JSON && json.Valid(before) && !json.Valid(after) {
+		return fmt.Errorf("the result is no longer strict JSON")
+	}
+	if f != TOML && !validJSONC(after) {
+		return fmt.Errorf("the result is not valid JSON with comments")
+	}
+	return nil
+}
+
+func validJSONC(b []byte) bool {
+	// Standardize rewrites the parsed bytes in place: work on a copy.
+	v, err := hujson.Parse(append([]byte(nil), b...))
+	if err != nil {
+		return false
+	}
+	v.Standardize()
+	return json.Valid(v.Pack())
+}

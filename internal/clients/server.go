@@ -1,0 +1,279 @@
+package clients
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/mcpcage/mcpcage/internal/secrets"
+)
+
+// Var is a name and the value written for it in the file.
+type Var struct {
+	Name  string `json:"name"`
+	Value string `json:"-"` // never shown: it may be a secret
+}
+
+// Server is one server entry as a client sees it.
+type Server struct {
+	Name string
+	// Where is the key path from the file's root to the entry.
+	Where []string
+
+	Command    string
+	HasCommand bool
+	Args       []string
+	Env        []Var
+	// PassEnv are variables the client passes through by name (Codex env_vars).
+	PassEnv   []string
+	URL       string
+	Headers   []Var
+	Transport string // the entry's "type", if any
+	Disabled  bool
+	// Problem, when set, says why the entry cannot be edited in place.
+	Problem string
+}
+
+// Scope describes where in the file the entry is, for people: "" for the
+// usual place, or e.g. "project /home/me/src" for Claude Code's per-project
+// servers.
+func (s Server) Scope() string {
+	if len(s.Where) >= 4 && s.Where[0] == "projects" {
+		return "project " + s.Where[1]
+	}
+	return ""
+}
+
+// Kind is how a server is started.
+type Kind string
+
+const (
+	KindNpx     Kind = "npx"
+	KindUvx     Kind = "uvx"
+	KindImage   Kind = "docker image"
+	KindCommand Kind = "local command"
+	KindRemote  Kind = "remote URL"
+)
+
+// Self is the running mcpcage binary, to recognise entries it wrote. Tests
+// may replace it.
+var Self = func() string {
+	p, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// IsMcpcage reports whether a command names mcpcage.
+func IsMcpcage(command string) bool {
+	base := strings.ToLower(baseName(command))
+	base = strings.TrimSuffix(base, ".exe")
+	if base == "mcpcage" || strings.HasPrefix(base, "mcpcage-") {
+		return true
+	}
+	self := Self()
+	if self == "" || command == "" {
+		return false
+	}
+	if command == self {
+		return true
+	}
+	a, err1 := os.Stat(command)
+	b, err2 := os.Stat(self)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
+// baseName works for both / and \ separated paths, whatever the host.
+func baseName(p string) string {
+	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// Caged reports whether the entry starts its server through `mcpcage run`.
+func (s Server) Caged() bool {
+	return s.HasCommand && IsMcpcage(s.Command) && len(s.Args) > 0 && s.Args[0] == "run"
+}
+
+// Unwrapped returns the command line that runs inside the cage for a caged
+// entry written in the wrapped form (after the first "--"), and ok=false
+// otherwise.
+func (s Server) Unwrapped() (command string, args []string, ok bool) {
+	if !s.Caged() {
+		return "", nil, false
+	}
+	for i, a := range s.Args {
+		if a == "--" {
+			if i+1 < len(s.Args) {
+				return s.Args[i+1], s.Args[i+2:], true
+			}
+			return "", nil, false
+		}
+	}
+	return "", nil, false
+}
+
+// CageFlags are mcpcage's own flags in a caged entry (between "run" and "--").
+func (s Server) CageFlags() []string {
+	if !s.Caged() {
+		return nil
+	}
+	var fl []string
+	for _, a := range s.Args[1:] {
+		if a == "--" {
+			break
+		}
+		fl = append(fl, a)
+	}
+	return fl
+}
+
+// Kind says how the server starts; for a caged entry, how the server inside
+// the cage starts.
+func (s Server) Kind() Kind {
+	if s.URL != "" || (!s.HasCommand && (s.Transport == "http" || s.Transport == "sse" || s.Transport == "streamable-http")) {
+		return KindRemote
+	}
+	cmd, args := s.Command, s.Args
+	if c, a, ok := s.Unwrapped(); ok {
+		cmd, args = c, a
+	} else if s.Caged() {
+		for _, f := range s.CageFlags() {
+			if f == "--image" || strings.HasPrefix(f, "--image=") {
+				return KindImage
+			}
+		}
+	}
+	return commandKind(cmd, args)
+}
+
+func commandKind(cmd string, args []string) Kind {
+	base := strings.ToLower(baseName(cmd))
+	for _, ext := range []string{".exe", ".cmd", ".bat", ".ps1"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	switch base {
+	case "npx":
+		return KindNpx
+	case "uvx":
+		return KindUvx
+	case "docker", "podman":
+		if len(args) > 0 && (args[0] == "run" || (args[0] == "container" && len(args) > 1 && args[1] == "run")) {
+			return KindImage
+		}
+	}
+	return KindCommand
+}
+
+// Cageable reports whether `protect --fix` can cage the entry, and if not,
+// why not (a hint for the person).
+func (s Server) Cageable() (bool, string) {
+	if s.Caged() {
+		return false, "already caged"
+	}
+	switch s.Kind() {
+	case KindRemote:
+		return false, "a remote server runs elsewhere; mcpcage cannot cage it"
+	case KindImage:
+		return false, "it ships as a Docker image: cage it by hand with `mcpcage run --image IMAGE`"
+	case KindCommand:
+		return false, "mcpcage cages servers started with npx or uvx; leave this one or start it with npx/uvx"
+	}
+	if s.Problem != "" {
+		return false, s.Problem
+	}
+	if len(s.Args) == 0 {
+		return false, "no args: there is no package to run"
+	}
+	return true, ""
+}
+
+// WrapArgs is what a cageable entry's args start with once caged; the
+// original command and args follow.
+func WrapArgs(s Server) []string {
+	out := []string{"run", "--name=" + s.Name}
+	for _, v := range s.Env {
+		out = append(out, "--env="+v.Name)
+	}
+	for _, n := range s.PassEnv {
+		out = append(out, "--env="+n)
+	}
+	return append(out, "--")
+}
+
+// EnvNames are the names of every variable the client gives the server.
+func (s Server) EnvNames() []string {
+	var ns []string
+	for _, v := range s.Env {
+		ns = append(ns, v.Name)
+	}
+	return append(ns, s.PassEnv...)
+}
+
+// Secrets are the clear-text secrets in the entry, redacted.
+func (s Server) Secrets() []secrets.Finding {
+	var out []secrets.Finding
+	for _, v := range s.Env {
+		if kind, red, ok := secrets.Check(v.Name, v.Value); ok {
+			out = append(out, secrets.Finding{Where: "env " + v.Name, Kind: kind, Redacted: red})
+		}
+	}
+	out = append(out, secrets.Args(s.Args)...)
+	for _, h := range s.Headers {
+		if kind, red, ok := secrets.Check(h.Name, h.Value); ok {
+			out = append(out, secrets.Finding{Where: "header " + h.Name, Kind: kind, Redacted: red})
+		}
+	}
+	if s.URL != "" {
+		out = append(out, secrets.URL(s.URL)...)
+	}
+	return out
+}
+
+// Reach says what the server can reach as configured.
+type Reach struct {
+	Home    bool     `json:"home"`    // the user's whole home directory
+	Network bool     `json:"network"` // the network
+	Env     []string `json:"env"`     // names of the variables it is given
+	Mounts  []string `json:"mounts,omitempty"`
+}
+
+// Reach says what the server can reach: uncaged local servers reach all the
+// user can; caged ones the network only with --allow-net, and the folders
+// given to them.
+func (s Server) Reach() Reach {
+	r := Reach{Env: s.EnvNames()}
+	if r.Env == nil {
+		r.Env = []string{}
+	}
+	switch {
+	case s.Kind() == KindRemote && !s.Caged():
+		// A remote server reaches what its operator lets it; nothing local.
+	case s.Caged():
+		for _, f := range s.CageFlags() {
+			switch {
+			case f == "--allow-net":
+				r.Network = true
+			case strings.HasPrefix(f, "--mount="):
+				r.Mounts = append(r.Mounts, strings.TrimPrefix(f, "--mount="))
+			}
+		}
+		if _, args, ok := s.Unwrapped(); ok {
+			for _, a := range args {
+				if filepath.IsAbs(a) || isWindowsAbs(a) {
+					r.Mounts = append(r.Mounts, a+" (read-only)")
+				}
+			}
+		}
+	default:
+		r.Home, r.Network = true, true
+	}
+	return r
+}
+
+func isWindowsAbs(p string) bool {
+	return len(p) >= 3 && p[1] == ':' && (p[2] == '\\' || p[2] == '/') &&
+		((p[0] >= 'A' && p[0] <= 'Z') || (p[0] >= 'a' && p[0] <= 'z'))
+}

@@ -1,0 +1,220 @@
+package clients
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// ErrChanged means a file changed between reading it for the plan and
+// writing it. Clients rewrite their files on their own (Claude Code rewrites
+// ~/.claude.json often), and writing over such a change would lose it.
+var ErrChanged = errors.New("changed since it was read")
+
+// BackupSuffix starts the name of every backup: FILE.mcpcage-backup-<UTC time>,
+// with -2, -3, ... added when that name is taken.
+const BackupSuffix = ".mcpcage-backup-"
+
+// Write replaces the content of path, which was before when the plan was
+// made, with after. It follows a symbolic link to the real file, keeps the
+// file's mode, leaves a backup of before next to it (never overwriting an
+// older backup), writes a temporary file in the same directory and renames it
+// into place, reading the file once more just before the rename. If the file
+// no longer holds before, nothing is written and the error wraps ErrChanged.
+//
+// beforeRename, when not nil, runs just before that last read; tests use it
+// to change the file at the worst moment.
+func Write(path string, before, after []byte, now time.Time, beforeRename func()) (backup string, err error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	mode := fi.Mode().Perm()
+	if cur, err := os.ReadFile(real); err != nil {
+		return "", err
+	} else if !bytes.Equal(cur, before) {
+		return "", fmt.Errorf("%s %w", path, ErrChanged)
+	}
+	backup, err = writeBackup(real, before, mode, now)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Dir(real)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(real)+".mcpcage-*")
+	if err != nil {
+		_ = os.Remove(backup)
+		return "", err
+	}
+	fail := func(e error) (string, error) {
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
+		_ = os.Remove(backup)
+		return "", e
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		return fail(err)
+	}
+	if _, err := tmp.Write(after); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fail(err)
+	}
+	if beforeRename != nil {
+		beforeRename()
+	}
+	if cur, err := os.ReadFile(real); err != nil {
+		return fail(err)
+	} else if !bytes.Equal(cur, before) {
+		return fail(fmt.Errorf("%s %w", path, ErrChanged))
+	}
+	if err := os.Rename(tmp.Name(), real); err != nil {
+		return fail(err)
+	}
+	return backup, nil
+}
+
+func writeBackup(real string, data []byte, mode fs.FileMode, now time.Time) (string, error) {
+	base := real + BackupSuffix + now.UTC().Format("20060102T150405Z")
+	for n := 1; n < 1000; n++ {
+		name := base
+		if n > 1 {
+			name += "-" + strconv.Itoa(n)
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("cannot write a backup next to %s: %w", real, err)
+		}
+		_, err = f.Write(data)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			_ = os.Remove(name)
+			return "", fmt.Errorf("cannot write a backup next to %s: %w", real, err)
+		}
+		return name, nil
+	}
+	return "", fmt.Errorf("too many backups next to %s; remove old ones", real)
+}
+
+// Ledger remembers which entries mcpcage caged, so that an entry someone
+// changed back can be shown as "uncaged (was caged)". It is a JSON file:
+//
+//	{"caged":[{"file":"/abs/real/path","where":["mcpServers","name"]}, ...]}
+//
+// sorted by file, then by where. `protect --fix` adds the entries it cages,
+// `unwrap` removes the ones it restores.
+type Ledger struct {
+	path  string
+	Caged []LedgerEntry `json:"caged"`
+}
+
+// LedgerEntry is one caged entry.
+type LedgerEntry struct {
+	File  string   `json:"file"`
+	Where []string `json:"where"`
+}
+
+// OpenLedger reads the ledger at path; a missing file is an empty ledger.
+func OpenLedger(path string) (*Ledger, error) {
+	l := &Ledger{path: path}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return l, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, l); err != nil {
+		return nil, fmt.Errorf("%s is damaged (%v); remove it", path, err)
+	}
+	return l, nil
+}
+
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// Has reports whether the entry at where in file was caged by mcpcage.
+func (l *Ledger) Has(file string, where []string) bool {
+	f, k := realPath(file), key(where)
+	for _, e := range l.Caged {
+		if e.File == f && key(e.Where) == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Set records (caged) or forgets (not caged) an entry.
+func (l *Ledger) Set(file string, where []string, caged bool) {
+	f, k := realPath(file), key(where)
+	out := l.Caged[:0]
+	for _, e := range l.Caged {
+		if !(e.File == f && key(e.Where) == k) {
+			out = append(out, e)
+		}
+	}
+	if caged {
+		out = append(out, LedgerEntry{File: f, Where: append([]string(nil), where...)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].File != out[j].File {
+			return out[i].File < out[j].File
+		}
+		return key(out[i].Where) < key(out[j].Where)
+	})
+	l.Caged = out
+}
+
+// Save writes the ledger atomically, readable by the user only.
+func (l *Ledger) Save() error {
+	if l.Caged == nil {
+		l.Caged = []LedgerEntry{}
+	}
+	b, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(l.path), ".ledger-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), l.path)
+}
