@@ -1,6 +1,9 @@
-// Package scan looks for signs of hidden instructions in everything an MCP
-// server shows the model, with fixed local rules (rules/).
 package scan
+
+import (
+	"fmt"
+	"strings"
+)
 
 // Severity ranks a finding.
 type Severity int
@@ -27,8 +30,26 @@ func (s Severity) String() string {
 type Finding struct {
 	Rule        string   `json:"rule"`     // e.g. "conceal-from-user"
 	Category    string   `json:"category"` // e.g. "concealment"
-	Severity    Severity `json:"-"`
+	Severity    Severity `json:"severity"` // "low", "medium" or "high"
 	Path        string   `json:"path"`    // JSON path in the item, e.g. "description", "inputSchema.properties.x.description"
 	Snippet     string   `json:"snippet"` // the matched text, invisible characters made visible (<U+200B>)
 	Explanation string   `json:"explanation"`
+}
+
+// MarshalText writes "low", "medium" or "high".
+func (s Severity) MarshalText() ([]byte, error) {
+	if s < Low || s > High {
+		return nil, fmt.Errorf("scan: invalid severity %d", int(s))
+	}
+	return []byte(strings.ToLower(s.String())), nil
+}
+
+// UnmarshalText reads "low", "medium" or "high".
+func (s *Severity) UnmarshalText(b []byte) error {
+	v, err := parseSeverity(string(b))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
 }

@@ -1,0 +1,319 @@
+package scan
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The built-in checks: what a regular expression cannot say well. Each is
+// tied to one rule of rules/ (its "check"), which gives its id, severity,
+// explanation and examples.
+
+// checkTags reports Unicode tag characters (U+E0000-E007F), which render as
+// nothing but spell ASCII text a model reads. The one legitimate use, the
+// flag sequences of subdivisions (black flag U+1F3F4, a few tag letters, the
+// cancel tag U+E007F), is let through.
+func (sc *scanner) checkTags(path, s string) {
+	r := sc.set.checks["tag-chars"]
+	for i := 0; i < len(s); {
+		c, n := utf8.DecodeRuneInString(s[i:])
+		if c < 0xE0000 || c > 0xE007F {
+			i += n
+			continue
+		}
+		j := i
+		for j < len(s) {
+			d, m := utf8.DecodeRuneInString(s[j:])
+			if d < 0xE0000 || d > 0xE007F {
+				break
+			}
+			j += m
+		}
+		if !flagSequence(s, i, j) {
+			sc.add(r, path, s[i:j])
+			return
+		}
+		i = j
+	}
+}
+
+func flagSequence(s string, i, j int) bool {
+	prev, _ := utf8.DecodeLastRuneInString(s[:i])
+	if prev != 0x1F3F4 {
+		return false
+	}
+	run := []rune(s[i:j])
+	if len(run) < 3 || len(run) > 8 || run[len(run)-1] != 0xE007F {
+		return false
+	}
+	for _, c := range run[:len(run)-1] {
+		a := c - 0xE0000
+		if !(a >= 'a' && a <= 'z' || a >= '0' && a <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func isBidiControl(r rune) bool {
+	return (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069)
+}
+
+func isRTL(r rune) bool {
+	return unicode.In(r, unicode.Hebrew, unicode.Arabic, unicode.Syriac, unicode.Thaana, unicode.Nko)
+}
+
+// checkBidi reports bidirectional embedding, override and isolate controls,
+// which can make text display in an order other than the one the model reads.
+// Text that contains right-to-left letters uses them legitimately and is left
+// alone; the marks LRM, RLM and ALM are never reported.
+func (sc *scanner) checkBidi(path, s string) {
+	at := -1
+	rtl := false
+	for i, c := range s {
+		if at < 0 && isBidiControl(c) {
+			at = i
+		}
+		if isRTL(c) {
+			rtl = true
+		}
+	}
+	if at < 0 || rtl {
+		return
+	}
+	_, n := utf8.DecodeRuneInString(s[at:])
+	end := at + n
+	// Show the character with a little of what follows it.
+	for k := 0; k < 20 && end < len(s); k++ {
+		_, m := utf8.DecodeRuneInString(s[end:])
+		end += m
+	}
+	sc.add(sc.set.checks["bidi"], path, s[at:end])
+}
+
+// checkMixedScript reports words that mix Latin letters with Cyrillic or
+// Greek letters that look like Latin ones ("pаypal" with a Cyrillic а): the
+// word reads as one thing to a person and as another to a program. Words
+// written wholly in one script, and Greek letters used as symbols (μs, Ωm),
+// are fine.
+func (sc *scanner) checkMixedScript(path, s string) {
+	start := -1
+	latin, look := 0, 0
+	flush := func(end int) bool {
+		if start >= 0 && latin > 0 && look > 0 {
+			sc.add(sc.set.checks["mixed-script"], path, s[start:end])
+			return true
+		}
+		return false
+	}
+	for i, c := range s {
+		if unicode.IsLetter(c) || unicode.Is(unicode.Mn, c) {
+			if start < 0 {
+				start, latin, look = i, 0, 0
+			}
+			if _, ok := confusable[c]; ok && !unicode.Is(unicode.Latin, c) {
+				look++
+			} else if unicode.Is(unicode.Latin, c) {
+				latin++
+			}
+			continue
+		}
+		if flush(i) {
+			return
+		}
+		start = -1
+	}
+	flush(len(s))
+}
+
+// checkEncoded decodes long base64 and hex runs and scans what they decode
+// to with the phrase rules: encoded text that carries an instruction or a
+// command is reported, binary data and plain identifiers are not.
+func (sc *scanner) checkEncoded(path, s string) {
+	r := sc.set.checks["encoded"]
+	for _, run := range encodedRuns(s) {
+		dec, ok := decodeRun(run)
+		if !ok {
+			continue
+		}
+		sub := newScanner()
+		sub.decoded = sc.decoded + 1
+		sub.text(path, dec)
+		if Max(sub.out) >= Medium {
+			sc.add(r, path, run[:min(len(run), 24)]+"… = "+dec)
+			return
+		}
+	}
+}
+
+// encodedRuns returns runs of 24 or more characters of the base64 alphabet
+// (standard or URL-safe, padding allowed) that contain at least one
+// character that is not a hex digit or at least one letter, and runs of 32 or
+// more hex digits.
+func encodedRuns(s string) []string {
+	var out []string
+	inAlpha := func(c byte) bool {
+		return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '-' || c == '_' || c == '='
+	}
+	for i := 0; i < len(s); {
+		if !inAlpha(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && inAlpha(s[j]) {
+			j++
+		}
+		if j-i >= 24 {
+			out = append(out, s[i:j])
+			if len(out) >= 16 {
+				return out
+			}
+		}
+		i = j
+	}
+	return out
+}
+
+func decodeRun(run string) (string, bool) {
+	isHex := len(run)%2 == 0
+	for i := 0; i < len(run) && isHex; i++ {
+		c := run[i]
+		isHex = c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+	}
+	var b []byte
+	var err error
+	if isHex {
+		if len(run) < 32 {
+			return "", false
+		}
+		b, err = hex.DecodeString(run)
+	} else {
+		t := strings.TrimRight(run, "=")
+		if strings.ContainsAny(t, "-_") {
+			b, err = base64.RawURLEncoding.DecodeString(t)
+		} else {
+			b, err = base64.RawStdEncoding.DecodeString(t)
+		}
+	}
+	if err != nil || !utf8.Valid(b) {
+		return "", false
+	}
+	// Only text: printable, with spaces between words.
+	printable, spaces := 0, 0
+	for _, c := range string(b) {
+		if unicode.IsPrint(c) || c == '\n' || c == '\t' {
+			printable++
+		}
+		if c == ' ' {
+			spaces++
+		}
+	}
+	n := utf8.RuneCount(b)
+	if n == 0 || printable*10 < n*9 || spaces == 0 {
+		return "", false
+	}
+	return string(b), true
+}
+
+// directive words that turn a mention of another tool into an order about it.
+var crossToolStrong = []string{
+	"instead of", "rather than", "do not use", "don't use", "never use", "never call", "do not call",
+	"don't call", "deprecated", "no longer", "has been replaced", "been upgraded", "been updated",
+	"been enhanced", "been modified", "override", "overrides", "redirect", "supersede", "replaces",
+	"must also", "must always", "must first", "you must", "always ", "whenever", "regardless",
+	"automatically", "do not tell", "silently", "side effect", "any other tool", "all other tools",
+}
+
+// checkCrossTool reports a string that names another tool of the list in a
+// sentence that also gives an order about it: "when read_file is called,
+// always ...", "use this instead of send_email", "send_email is deprecated".
+// Merely naming another tool ("use list_files to find the path") is fine.
+func (sc *scanner) checkCrossTool(path string, nt *normText) {
+	if !descriptive(path) {
+		return
+	}
+	low := nt.lower
+	for _, sib := range sc.siblings {
+		at := 0
+		for at < len(low) {
+			k := strings.Index(low[at:], sib.lower)
+			if k < 0 {
+				break
+			}
+			k += at
+			e := k + len(sib.lower)
+			at = e
+			if (k > 0 && wordByte(low[k-1])) || (e < len(low) && wordByte(low[e])) {
+				continue
+			}
+			// A one-word name ("search") is only a tool when the text says so.
+			if !strings.ContainsAny(sib.lower, "_-.") && !isCamel(sib.name) && !namedAsTool(low, k, e) {
+				continue
+			}
+			a, b := sentence(low, k, e)
+			sent := low[a:b]
+			for _, w := range crossToolStrong {
+				if strings.Contains(sent, w) {
+					ra, rb := nt.rawSpan(k, e)
+					sc.add(sc.set.checks["cross-tool"], path, nt.raw[ra:rb])
+					return
+				}
+			}
+		}
+	}
+}
+
+func descriptive(path string) bool {
+	return path == "description" || path == "instructions" || path == "title" ||
+		strings.HasSuffix(path, ".description") || strings.HasSuffix(path, ".title") || strings.HasSuffix(path, "]")
+}
+
+func wordByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func isCamel(s string) bool {
+	lower := false
+	for _, c := range s {
+		if unicode.IsLower(c) {
+			lower = true
+		} else if unicode.IsUpper(c) && lower {
+			return true
+		}
+	}
+	return false
+}
+
+func namedAsTool(low string, k, e int) bool {
+	if k > 0 && e < len(low) && strings.ContainsRune("`'\"", rune(low[k-1])) && low[e] == low[k-1] {
+		return true
+	}
+	rest := strings.TrimLeft(low[e:], "`'\" ")
+	return strings.HasPrefix(rest, "tool") || strings.HasPrefix(rest, "function")
+}
+
+// sentence returns the bounds of the sentence around [k,e).
+func sentence(s string, k, e int) (int, int) {
+	a := k
+	for a > 0 && !sentenceEnd(s, a-1) {
+		a--
+	}
+	b := e
+	for b < len(s) && !sentenceEnd(s, b) {
+		b++
+	}
+	return a, b
+}
+
+func sentenceEnd(s string, i int) bool {
+	c := s[i]
+	if c == '\n' || c == '!' || c == '?' {
+		return true
+	}
+	// A period ends a sentence only when a space follows (not "file.txt").
+	return c == '.' && (i+1 == len(s) || s[i+1] == ' ' || s[i+1] == '\n')
+}

@@ -1,0 +1,230 @@
+package scan
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// normText is one string prepared for the phrase rules, with a map back to
+// the raw bytes so that a snippet shows what the server actually sent.
+type normText struct {
+	raw   string
+	norm  string  // NFKC-style compatibility mapping, invisibles removed, confusables mapped, case kept
+	lower string  // norm with ASCII letters lowered: same byte offsets as norm
+	start []int32 // start[i]: raw offset of the rune that produced norm[i]
+	end   []int32 // end[i]: raw offset just after that rune
+}
+
+// invisible reports characters that render as nothing (or nearly nothing)
+// and so can split a word or carry text a person never sees.
+func invisible(r rune) bool {
+	switch {
+	case r == 0x00AD, r == 0x034F, r == 0x061C, r == 0x115F, r == 0x1160, r == 0x17B4, r == 0x17B5,
+		r == 0x180E, r == 0x3164, r == 0xFEFF, r == 0xFFA0:
+		return true
+	case r >= 0x200B && r <= 0x200F, r >= 0x202A && r <= 0x202E, r >= 0x2060 && r <= 0x206F:
+		return true
+	case r >= 0xFE00 && r <= 0xFE0F, r >= 0xE0100 && r <= 0xE01EF:
+		return true
+	case r >= 0xE0000 && r <= 0xE007F:
+		return true
+	}
+	return false
+}
+
+// tagASCII returns the ASCII character a Unicode tag character stands for.
+func tagASCII(r rune) (byte, bool) {
+	if r >= 0xE0020 && r <= 0xE007E {
+		return byte(r - 0xE0000), true
+	}
+	return 0, false
+}
+
+// confusable maps letters of other scripts that look like Latin letters, so
+// that "ignоre" with a Cyrillic о reads as "ignore" to the phrase rules.
+var confusable = map[rune]rune{
+	// Cyrillic
+	'а': 'a', 'в': 'b', 'е': 'e', 'к': 'k', 'м': 'm', 'н': 'h', 'о': 'o', 'р': 'p', 'с': 'c', 'т': 't',
+	'у': 'y', 'х': 'x', 'ѕ': 's', 'і': 'i', 'ј': 'j', 'ԁ': 'd', 'һ': 'h', 'ԛ': 'q', 'ԝ': 'w', 'ү': 'y',
+	'ɡ': 'g', 'ո': 'n', 'ս': 'u', 'ց': 'g', 'օ': 'o', 'ӏ': 'l',
+	'А': 'A', 'В': 'B', 'Е': 'E', 'К': 'K', 'М': 'M', 'Н': 'H', 'О': 'O', 'Р': 'P', 'С': 'C', 'Т': 'T',
+	'У': 'Y', 'Х': 'X', 'Ѕ': 'S', 'І': 'I', 'Ј': 'J', 'Ԁ': 'D', 'Һ': 'H', 'Ԛ': 'Q', 'Ԝ': 'W', 'Ү': 'Y',
+	// Greek
+	'α': 'a', 'ε': 'e', 'ι': 'i', 'κ': 'k', 'ν': 'v', 'ο': 'o', 'ρ': 'p', 'τ': 't', 'υ': 'u', 'χ': 'x',
+	'Α': 'A', 'Β': 'B', 'Ε': 'E', 'Ζ': 'Z', 'Η': 'H', 'Ι': 'I', 'Κ': 'K', 'Μ': 'M', 'Ν': 'N', 'Ο': 'O',
+	'Ρ': 'P', 'Τ': 'T', 'Υ': 'Y', 'Χ': 'X',
+	// Latin look-alikes outside ASCII that NFKC keeps
+	'ı': 'i', 'ȷ': 'j', 'ℓ': 'l', 'ǀ': 'l',
+}
+
+// normalize prepares s for the phrase rules. Per character: invisible
+// characters are dropped, tag characters become the ASCII they encode (so a
+// hidden message is read, not skipped), every other character gets its
+// compatibility decomposition (NFKD, which includes NFKC's mapping of
+// full-width, mathematical and ligature forms) with combining marks dropped,
+// then confusables are mapped and all whitespace becomes a space (newlines
+// stay). Working per character keeps the map to raw offsets exact.
+func normalize(s string, nt *normText) {
+	nt.raw = s
+	var b, lb []byte
+	st, en := nt.start[:0], nt.end[:0]
+	emit := func(c byte, i, j int) {
+		b = append(b, c)
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lb = append(lb, c)
+		st = append(st, int32(i))
+		en = append(en, int32(j))
+	}
+	emitRune := func(r rune, i, j int) {
+		if r < utf8.RuneSelf {
+			emit(byte(r), i, j)
+			return
+		}
+		var buf [4]byte
+		n := utf8.EncodeRune(buf[:], r)
+		for k := 0; k < n; k++ {
+			emit(buf[k], i, j)
+		}
+	}
+	b = make([]byte, 0, len(s))
+	lb = make([]byte, 0, len(s))
+	var dec []byte
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '\n':
+				emit(c, i, i+1)
+			case c == '\t' || c == '\r' || c == '\v' || c == '\f':
+				emit(' ', i, i+1)
+			case c < 0x20 || c == 0x7f:
+				// control characters (ANSI escapes) are dropped here and
+				// reported by the raw rules.
+			default:
+				emit(c, i, i+1)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		j := i + n
+		if r == utf8.RuneError && n == 1 {
+			i = j
+			continue
+		}
+		if t, ok := tagASCII(r); ok {
+			emit(t, i, j)
+			i = j
+			continue
+		}
+		if invisible(r) {
+			i = j
+			continue
+		}
+		if m, ok := confusable[r]; ok {
+			emit(byte(m), i, j)
+			i = j
+			continue
+		}
+		if r == 0x2028 || r == 0x2029 || r == 0x85 {
+			emit('\n', i, j)
+			i = j
+			continue
+		}
+		if unicode.IsSpace(r) {
+			emit(' ', i, j)
+			i = j
+			continue
+		}
+		dec = norm.NFKD.AppendString(dec[:0], s[i:j])
+		for k := 0; k < len(dec); {
+			d, dn := utf8.DecodeRune(dec[k:])
+			k += dn
+			if unicode.Is(unicode.Mn, d) || invisible(d) {
+				continue
+			}
+			if m, ok := confusable[d]; ok {
+				d = m
+			} else if unicode.IsSpace(d) {
+				d = ' '
+			}
+			emitRune(d, i, j)
+		}
+		i = j
+	}
+	nt.norm = string(b)
+	nt.lower = string(lb)
+	nt.start, nt.end = st, en
+}
+
+// rawSpan maps a byte span of the normalized text back to the raw text.
+func (nt *normText) rawSpan(a, b int) (int, int) {
+	if a >= b || a >= len(nt.start) {
+		return 0, 0
+	}
+	return int(nt.start[a]), int(nt.end[b-1])
+}
+
+// Visible returns s with everything a person cannot see made visible:
+// invisible, bidirectional-control, variation-selector, private-use and
+// control characters as <U+XXXX>, and a run of Unicode tag characters decoded
+// and shown as <tags:TEXT>, so hidden text is displayed, never interpreted
+// by the terminal.
+func Visible(s string) string {
+	var sb strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			fmt.Fprintf(&sb, "<0x%02X>", s[i])
+			i++
+			continue
+		}
+		if r >= 0xE0000 && r <= 0xE007F {
+			sb.WriteString("<tags:")
+			for i < len(s) {
+				r, n = utf8.DecodeRuneInString(s[i:])
+				if r < 0xE0000 || r > 0xE007F {
+					break
+				}
+				if t, ok := tagASCII(r); ok {
+					sb.WriteByte(t)
+				} else {
+					fmt.Fprintf(&sb, "<U+%04X>", r)
+				}
+				i += n
+			}
+			sb.WriteString(">")
+			continue
+		}
+		if needsEscape(r) {
+			fmt.Fprintf(&sb, "<U+%04X>", r)
+		} else {
+			sb.WriteRune(r)
+		}
+		i += n
+	}
+	return sb.String()
+}
+
+func needsEscape(r rune) bool {
+	if r < 0x20 || (r >= 0x7f && r < 0xa0) {
+		return true
+	}
+	if invisible(r) || r == 0x2028 || r == 0x2029 {
+		return true
+	}
+	if privateUse(r) {
+		return true
+	}
+	return !unicode.IsPrint(r) && r != ' '
+}
+
+func privateUse(r rune) bool {
+	return (r >= 0xE000 && r <= 0xF8FF) || (r >= 0xF0000 && r <= 0xFFFFD) || (r >= 0x100000 && r <= 0x10FFFD)
+}

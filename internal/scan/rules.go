@@ -1,0 +1,318 @@
+package scan
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/mcpcage/mcpcage/rules"
+)
+
+// ruleFile is the format of a rules/*.json file (documented in doc.go).
+type ruleFile struct {
+	Category string     `json:"category"`
+	Rules    []ruleSpec `json:"rules"`
+}
+
+type ruleSpec struct {
+	ID          string   `json:"id"`
+	Severity    string   `json:"severity"`
+	Explanation string   `json:"explanation"`
+	On          string   `json:"on"` // "lower" (default), "cased" or "raw"
+	Check       string   `json:"check"`
+	In          string   `json:"in"` // "schema": only strings inside inputSchema or outputSchema
+	Keywords    []string `json:"keywords"`
+	Patterns    []string `json:"patterns"`
+	Unless      []string `json:"unless"`
+	Match       []string `json:"match"`
+	NoMatch     []string `json:"nomatch"`
+}
+
+// Rule is one compiled rule.
+type Rule struct {
+	ID          string
+	Category    string
+	Severity    Severity
+	Explanation string
+	On          string
+	Check       string
+	In          string
+	Keywords    []string
+	Match       []string // examples that must produce this rule
+	NoMatch     []string // examples that must not
+	patterns    []*regexp.Regexp
+	unless      []*regexp.Regexp
+	snip        []int // per pattern: index of the submatch "s", or 0
+}
+
+type ruleSet struct {
+	rules   []*Rule
+	byID    map[string]*Rule
+	text    []*Rule // phrase rules, on normalized text
+	raw     []*Rule // rules on raw text
+	always  []int   // indexes in text of rules without keywords
+	pre     *acMachine
+	checks  map[string]*Rule
+	loadErr error
+}
+
+var (
+	setOnce sync.Once
+	theSet  *ruleSet
+)
+
+func loadedRules() *ruleSet {
+	setOnce.Do(func() {
+		theSet = compileRules(rules.Files)
+		if theSet.loadErr != nil {
+			// The rules are embedded and tested; a broken rule file is a
+			// build defect, not a runtime condition.
+			panic("scan: " + theSet.loadErr.Error())
+		}
+	})
+	return theSet
+}
+
+// Rules returns every rule, in file order.
+func Rules() []*Rule { return loadedRules().rules }
+
+var builtinChecks = map[string]bool{
+	"tag-chars": true, "bidi": true, "mixed-script": true, "encoded": true, "cross-tool": true,
+}
+
+func parseSeverity(s string) (Severity, error) {
+	switch strings.ToLower(s) {
+	case "low":
+		return Low, nil
+	case "medium":
+		return Medium, nil
+	case "high":
+		return High, nil
+	}
+	return 0, fmt.Errorf("unknown severity %q (want low, medium or high)", s)
+}
+
+// ParseSeverity reads "low", "medium" or "high".
+func ParseSeverity(s string) (Severity, error) { return parseSeverity(s) }
+
+func compileRules(fsys fs.FS) *ruleSet {
+	set := &ruleSet{byID: map[string]*Rule{}, checks: map[string]*Rule{}}
+	names, err := fs.Glob(fsys, "*.json")
+	if err != nil {
+		set.loadErr = err
+		return set
+	}
+	sort.Strings(names)
+	var kw []string
+	var kwRule []int
+	for _, name := range names {
+		data, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			set.loadErr = err
+			return set
+		}
+		var f ruleFile
+		dec := json.NewDecoder(strings.NewReader(string(data)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&f); err != nil {
+			set.loadErr = fmt.Errorf("rules/%s: %v", name, err)
+			return set
+		}
+		if f.Category == "" {
+			set.loadErr = fmt.Errorf("rules/%s: no category", name)
+			return set
+		}
+		for _, sp := range f.Rules {
+			r, err := compileRule(f.Category, sp)
+			if err != nil {
+				set.loadErr = fmt.Errorf("rules/%s: rule %q: %v", name, sp.ID, err)
+				return set
+			}
+			if set.byID[r.ID] != nil {
+				set.loadErr = fmt.Errorf("rules/%s: rule %q defined twice", name, r.ID)
+				return set
+			}
+			set.byID[r.ID] = r
+			set.rules = append(set.rules, r)
+			switch {
+			case r.Check != "":
+				if set.checks[r.Check] != nil {
+					set.loadErr = fmt.Errorf("rules/%s: check %q used by two rules", name, r.Check)
+					return set
+				}
+				set.checks[r.Check] = r
+			case r.On == "raw":
+				set.raw = append(set.raw, r)
+			default:
+				idx := len(set.text)
+				set.text = append(set.text, r)
+				if len(r.Keywords) == 0 {
+					set.always = append(set.always, idx)
+				}
+				for _, k := range r.Keywords {
+					kw = append(kw, k)
+					kwRule = append(kwRule, idx)
+				}
+			}
+		}
+	}
+	for c := range builtinChecks {
+		if set.checks[c] == nil {
+			set.loadErr = fmt.Errorf("no rule uses the built-in check %q", c)
+			return set
+		}
+	}
+	set.pre = newAC(kw, kwRule)
+	return set
+}
+
+var ruleID = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+func compileRule(category string, sp ruleSpec) (*Rule, error) {
+	if !ruleID.MatchString(sp.ID) {
+		return nil, fmt.Errorf("id must be lower-case words joined by '-'")
+	}
+	sev, err := parseSeverity(sp.Severity)
+	if err != nil {
+		return nil, err
+	}
+	if sp.Explanation == "" || strings.Contains(sp.Explanation, "\n") {
+		return nil, fmt.Errorf("needs a one-line explanation")
+	}
+	if len(sp.Match) == 0 || len(sp.NoMatch) == 0 {
+		return nil, fmt.Errorf("needs examples that must match and must not match")
+	}
+	r := &Rule{ID: sp.ID, Category: category, Severity: sev, Explanation: sp.Explanation,
+		On: sp.On, Check: sp.Check, In: sp.In, Match: sp.Match, NoMatch: sp.NoMatch}
+	if r.In != "" && r.In != "schema" {
+		return nil, fmt.Errorf(`in must be "schema" or absent`)
+	}
+	switch r.On {
+	case "":
+		r.On = "lower"
+	case "lower", "cased", "raw":
+	default:
+		return nil, fmt.Errorf("on must be lower, cased or raw")
+	}
+	if r.Check != "" {
+		if !builtinChecks[r.Check] {
+			return nil, fmt.Errorf("unknown check %q", r.Check)
+		}
+		if len(sp.Patterns) > 0 || len(sp.Keywords) > 0 {
+			return nil, fmt.Errorf("a check rule has no patterns or keywords")
+		}
+		return r, nil
+	}
+	if len(sp.Patterns) == 0 {
+		return nil, fmt.Errorf("no patterns")
+	}
+	for _, k := range sp.Keywords {
+		if k == "" || k != strings.ToLower(k) {
+			return nil, fmt.Errorf("keyword %q must be non-empty lower case", k)
+		}
+		r.Keywords = append(r.Keywords, k)
+	}
+	if r.On == "raw" && len(r.Keywords) > 0 {
+		return nil, fmt.Errorf("raw rules have no keywords")
+	}
+	for _, p := range sp.Patterns {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, err
+		}
+		r.patterns = append(r.patterns, re)
+		r.snip = append(r.snip, re.SubexpIndex("s"))
+	}
+	for _, p := range sp.Unless {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, err
+		}
+		r.unless = append(r.unless, re)
+	}
+	return r, nil
+}
+
+// acMachine is an Aho-Corasick automaton over the rules' keywords: one pass
+// over a string tells which rules can match, so the regular expressions of
+// the others never run. This is what keeps the whole set fast.
+type acMachine struct {
+	next [][256]int32
+	out  [][]int32 // rule indexes whose keyword ends at this state
+}
+
+func newAC(words []string, ruleIdx []int) *acMachine {
+	m := &acMachine{next: make([][256]int32, 1), out: make([][]int32, 1)}
+	for i := range m.next[0] {
+		m.next[0][i] = -1
+	}
+	for wi, w := range words {
+		s := int32(0)
+		for k := 0; k < len(w); k++ {
+			c := w[k]
+			if m.next[s][c] < 0 {
+				m.next = append(m.next, [256]int32{})
+				m.out = append(m.out, nil)
+				n := int32(len(m.next) - 1)
+				for i := range m.next[n] {
+					m.next[n][i] = -1
+				}
+				m.next[s][c] = n
+			}
+			s = m.next[s][c]
+		}
+		m.out[s] = appendUnique(m.out[s], int32(ruleIdx[wi]))
+	}
+	// Breadth-first: fill failure links into a complete transition table.
+	fail := make([]int32, len(m.next))
+	var queue []int32
+	for c := 0; c < 256; c++ {
+		if n := m.next[0][c]; n >= 0 {
+			fail[n] = 0
+			queue = append(queue, n)
+		} else {
+			m.next[0][c] = 0
+		}
+	}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		for _, r := range m.out[fail[s]] {
+			m.out[s] = appendUnique(m.out[s], r)
+		}
+		for c := 0; c < 256; c++ {
+			n := m.next[s][c]
+			if n >= 0 {
+				fail[n] = m.next[fail[s]][c]
+				queue = append(queue, n)
+			} else {
+				m.next[s][c] = m.next[fail[s]][c]
+			}
+		}
+	}
+	return m
+}
+
+func appendUnique(xs []int32, x int32) []int32 {
+	for _, y := range xs {
+		if y == x {
+			return xs
+		}
+	}
+	return append(xs, x)
+}
+
+// candidates marks in hit every rule with a keyword in s.
+func (m *acMachine) candidates(s string, hit []bool) {
+	st := int32(0)
+	for i := 0; i < len(s); i++ {
+		st = m.next[st][s[i]]
+		for _, r := range m.out[st] {
+			hit[r] = true
+		}
+	}
+}

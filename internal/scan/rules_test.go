@@ -1,0 +1,63 @@
+package scan
+
+import (
+	"strings"
+	"testing"
+)
+
+// exampleSiblings are the other tools the examples of the cross-tool rule
+// are scanned against.
+var exampleSiblings = []string{"send_email", "read_file", "list_files", "search", "upload_file", "create_conversation"}
+
+func scanExample(r *Rule, s string) []Finding {
+	sc := newScanner()
+	if r.Check == "cross-tool" {
+		for _, n := range exampleSiblings {
+			sc.addSibling(n)
+		}
+	}
+	path := "description"
+	if r.In == "schema" {
+		path = "inputSchema.properties.x.description"
+	}
+	sc.text(path, s)
+	return sc.result()
+}
+
+func has(fs []Finding, id string) bool {
+	for _, f := range fs {
+		if f.Rule == id {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRuleExamples runs every rule's own examples: each "match" must produce
+// the rule and each "nomatch" must not.
+func TestRuleExamples(t *testing.T) {
+	rs := Rules()
+	if len(rs) < 20 {
+		t.Fatalf("only %d rules loaded", len(rs))
+	}
+	for _, r := range rs {
+		for _, ex := range r.Match {
+			if fs := scanExample(r, ex); !has(fs, r.ID) {
+				t.Errorf("%s: must match %q; got %v", r.ID, ex, ids(fs))
+			}
+		}
+		for _, ex := range r.NoMatch {
+			if fs := scanExample(r, ex); has(fs, r.ID) {
+				t.Errorf("%s: must not match %q; got %+v", r.ID, ex, fs)
+			}
+		}
+	}
+}
+
+func ids(fs []Finding) string {
+	var s []string
+	for _, f := range fs {
+		s = append(s, f.Rule+"/"+f.Severity.String())
+	}
+	return strings.Join(s, ",")
+}

@@ -1,0 +1,390 @@
+package scan
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Bounds that keep a scan linear in its input, whatever a server sends.
+const (
+	maxDepth       = 32      // JSON nesting followed; deeper values are not read
+	maxStrings     = 20000   // strings scanned per item
+	maxStringBytes = 1 << 20 // bytes of one string scanned
+	maxSiblings    = 2000    // other tools considered by the cross-tool check
+)
+
+// Item scans one definition the model will read: kind is "tool", "prompt",
+// "resource", "resourceTemplate" or "instructions" (item is then a JSON
+// string). siblings are the other definitions of the same list (and of other
+// caged servers), used to notice a description that talks about another tool.
+// Every string of the item is scanned with its JSON path: name, title,
+// description, every nested string and property name of inputSchema and
+// outputSchema, annotations, arguments. Findings come sorted by path, then
+// severity (highest first).
+func Item(kind string, item json.RawMessage, siblings []json.RawMessage) []Finding {
+	sc := newScanner()
+	sc.self = itemName(item)
+	for _, s := range siblings {
+		if len(sc.siblings) >= maxSiblings {
+			break
+		}
+		if n := itemName(s); n != "" && n != sc.self {
+			sc.addSibling(n)
+		}
+	}
+	if kind == "instructions" {
+		var s string
+		if json.Unmarshal(item, &s) == nil {
+			sc.text("instructions", s)
+			return sc.result()
+		}
+	}
+	sc.walkJSON(item, "")
+	return sc.result()
+}
+
+// Tools scans every tool of a list, each against all the others, and returns
+// the findings of tools[i] at index i.
+func Tools(tools []json.RawMessage) [][]Finding {
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = itemName(t)
+	}
+	out := make([][]Finding, len(tools))
+	for i, t := range tools {
+		sc := newScanner()
+		sc.self = names[i]
+		for j, n := range names {
+			if j != i && n != "" && n != names[i] && len(sc.siblings) < maxSiblings {
+				sc.addSibling(n)
+			}
+		}
+		sc.walkJSON(t, "")
+		out[i] = sc.result()
+	}
+	return out
+}
+
+// Text scans one string that the model will read, reported under path.
+func Text(path, s string) []Finding {
+	sc := newScanner()
+	sc.text(path, s)
+	return sc.result()
+}
+
+// Result scans a tools/call result: the text of its content blocks
+// (text, embedded resources) and every string of structuredContent. Binary
+// data (images, audio, blobs) is not read.
+func Result(result json.RawMessage) []Finding {
+	sc := newScanner()
+	sc.skipKeys = map[string]bool{"data": true, "blob": true}
+	sc.walkJSON(result, "")
+	return sc.result()
+}
+
+// Count returns how many findings have at least severity min.
+func Count(fs []Finding, min Severity) int {
+	n := 0
+	for _, f := range fs {
+		if f.Severity >= min {
+			n++
+		}
+	}
+	return n
+}
+
+// Max returns the highest severity among fs, 0 when fs is empty.
+func Max(fs []Finding) Severity {
+	var m Severity
+	for _, f := range fs {
+		if f.Severity > m {
+			m = f.Severity
+		}
+	}
+	return m
+}
+
+type sibling struct {
+	name  string // as the tool names itself
+	lower string // normalized, lower case, for matching
+}
+
+type scanner struct {
+	set      *ruleSet
+	self     string
+	siblings []sibling
+	skipKeys map[string]bool
+	out      []Finding
+	order    map[string]int // path -> order first seen, for sorting
+	seen     map[[2]string]bool
+	nstrings int
+	decoded  int // nesting of encoded-payload rescans
+	hit      []bool
+	nt       normText
+}
+
+func newScanner() *scanner {
+	set := loadedRules()
+	return &scanner{set: set, order: map[string]int{}, seen: map[[2]string]bool{}, hit: make([]bool, len(set.text))}
+}
+
+func (sc *scanner) addSibling(name string) {
+	var nt normText
+	normalize(name, &nt)
+	l := strings.TrimSpace(nt.lower)
+	if len(l) < 3 {
+		return
+	}
+	sc.siblings = append(sc.siblings, sibling{name: name, lower: l})
+}
+
+func itemName(item json.RawMessage) string {
+	var v struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(item, &v) != nil {
+		return ""
+	}
+	return v.Name
+}
+
+func (sc *scanner) result() []Finding {
+	sort.SliceStable(sc.out, func(i, j int) bool {
+		a, b := sc.out[i], sc.out[j]
+		if oa, ob := sc.order[a.Path], sc.order[b.Path]; oa != ob {
+			return oa < ob
+		}
+		return a.Severity > b.Severity
+	})
+	return sc.out
+}
+
+func (sc *scanner) add(r *Rule, path, snippet string) {
+	k := [2]string{r.ID, path}
+	if sc.seen[k] {
+		return
+	}
+	sc.seen[k] = true
+	if _, ok := sc.order[path]; !ok {
+		sc.order[path] = len(sc.order)
+	}
+	sc.out = append(sc.out, Finding{Rule: r.ID, Category: r.Category, Severity: r.Severity,
+		Path: path, Snippet: shorten(Visible(snippet)), Explanation: r.Explanation})
+}
+
+// shorten keeps a snippet to one short line.
+func shorten(s string) string {
+	const max = 60
+	if len([]rune(s)) <= max {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max-1]) + "…"
+}
+
+// walkJSON scans every string of a JSON value; invalid JSON is scanned as far
+// as it parses, and if nothing parses, as one string.
+func (sc *scanner) walkJSON(b []byte, path string) {
+	dec := jsontext.NewDecoder(bytes.NewReader(b), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if err := sc.walk(dec, path, 0); err != nil && err != io.EOF && sc.nstrings == 0 && len(bytes.TrimSpace(b)) > 0 {
+		sc.text(path, string(b))
+	}
+}
+
+func (sc *scanner) walk(dec *jsontext.Decoder, path string, depth int) error {
+	if depth > maxDepth {
+		return dec.SkipValue()
+	}
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return err
+	}
+	switch tok.Kind() {
+	case '"':
+		sc.text(path, tok.String())
+	case '{':
+		for dec.PeekKind() != '}' {
+			kt, err := dec.ReadToken()
+			if err != nil {
+				return err
+			}
+			key := kt.String()
+			if !schemaKeyword[key] {
+				sc.text(path+"["+strconv.Quote(key)+"]", key)
+			}
+			if sc.skipKeys[key] {
+				if err := dec.SkipValue(); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := sc.walk(dec, joinPath(path, key), depth+1); err != nil {
+				return err
+			}
+		}
+		_, err = dec.ReadToken()
+		return err
+	case '[':
+		for i := 0; dec.PeekKind() != ']'; i++ {
+			if err := sc.walk(dec, path+"["+strconv.Itoa(i)+"]", depth+1); err != nil {
+				return err
+			}
+		}
+		_, err = dec.ReadToken()
+		return err
+	}
+	return nil
+}
+
+func joinPath(path, key string) string {
+	if isIdent(key) {
+		if path == "" {
+			return key
+		}
+		return path + "." + key
+	}
+	return path + "[" + strconv.Quote(key) + "]"
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c == '$' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// schemaKeyword lists member names of MCP definitions and JSON Schema whose
+// name is fixed by the spec: scanning them as text would only cost time.
+var schemaKeyword = map[string]bool{
+	"name": true, "title": true, "description": true, "inputSchema": true, "outputSchema": true,
+	"annotations": true, "type": true, "properties": true, "required": true, "items": true,
+	"enum": true, "const": true, "default": true, "examples": true, "pattern": true, "$comment": true,
+	"allOf": true, "anyOf": true, "oneOf": true, "not": true, "$defs": true, "definitions": true,
+	"$ref": true, "$schema": true, "$id": true, "format": true, "additionalProperties": true,
+	"minimum": true, "maximum": true, "minLength": true, "maxLength": true, "minItems": true,
+	"maxItems": true, "uniqueItems": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
+	"readOnlyHint": true, "destructiveHint": true, "idempotentHint": true, "openWorldHint": true,
+	"arguments": true, "uri": true, "uriTemplate": true, "mimeType": true, "_meta": true,
+	"icons": true, "text": true, "content": true, "structuredContent": true, "isError": true,
+	"tools": true, "tool": true, "prompts": true, "resources": true, "resourceTemplates": true,
+	"nextCursor": true, "multipleOf": true, "patternProperties": true, "propertyNames": true,
+	"if": true, "then": true, "else": true, "dependentSchemas": true, "dependentRequired": true,
+	"contentEncoding": true, "contentMediaType": true, "deprecated": true, "readOnly": true,
+	"writeOnly": true, "nullable": true, "minProperties": true, "maxProperties": true,
+	"prefixItems": true, "contains": true, "unevaluatedProperties": true, "unevaluatedItems": true,
+	"size": true, "src": true, "sizes": true, "theme": true,
+}
+
+// text scans one string.
+func (sc *scanner) text(path, s string) {
+	if sc.nstrings >= maxStrings {
+		return
+	}
+	sc.nstrings++
+	if len(s) > maxStringBytes {
+		s = s[:maxStringBytes]
+	}
+	set := sc.set
+	if needsRaw(s) {
+		for _, r := range set.raw {
+			if snip, ok := r.find(s); ok {
+				sc.add(r, path, snip)
+			}
+		}
+		sc.checkTags(path, s)
+		sc.checkBidi(path, s)
+		sc.checkMixedScript(path, s)
+	}
+	nt := &sc.nt
+	normalize(s, nt)
+	hit := sc.hit
+	for i := range hit {
+		hit[i] = false
+	}
+	for _, i := range set.always {
+		hit[i] = true
+	}
+	set.pre.candidates(nt.lower, hit)
+	for i, r := range set.text {
+		if !hit[i] || (r.In == "schema" && !inSchema(path)) {
+			continue
+		}
+		target := nt.lower
+		if r.On == "cased" {
+			target = nt.norm
+		}
+		if a, b, ok := r.findSpan(target); ok {
+			ra, rb := nt.rawSpan(a, b)
+			sc.add(r, path, s[ra:rb])
+		}
+	}
+	if sc.decoded == 0 {
+		sc.checkEncoded(path, s)
+	}
+	if len(sc.siblings) > 0 {
+		sc.checkCrossTool(path, nt)
+	}
+}
+
+func inSchema(path string) bool {
+	return strings.HasPrefix(path, "inputSchema") || strings.HasPrefix(path, "outputSchema")
+}
+
+// needsRaw reports whether s has anything the raw rules look for: a
+// non-ASCII character or a control character other than newline and tab.
+func needsRaw(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x7f || (c < 0x20 && c != '\n' && c != '\t') {
+			return true
+		}
+	}
+	return false
+}
+
+// find returns the snippet of the rule's first match in s.
+func (r *Rule) find(s string) (string, bool) {
+	a, b, ok := r.findSpan(s)
+	if !ok {
+		return "", false
+	}
+	return s[a:b], true
+}
+
+// findSpan returns the span of the snippet of the rule's first match in s
+// that no "unless" pattern vetoes.
+func (r *Rule) findSpan(s string) (int, int, bool) {
+	for pi, re := range r.patterns {
+		for _, m := range re.FindAllStringSubmatchIndex(s, 8) {
+			if r.vetoed(s[m[0]:m[1]]) {
+				continue
+			}
+			if g := r.snip[pi]; g > 0 && m[2*g] >= 0 {
+				return m[2*g], m[2*g+1], true
+			}
+			return m[0], m[1], true
+		}
+	}
+	return 0, 0, false
+}
+
+func (r *Rule) vetoed(match string) bool {
+	for _, u := range r.unless {
+		if u.MatchString(match) {
+			return true
+		}
+	}
+	return false
+}
