@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +26,11 @@ func TestMain(m *testing.M) {
 		runGoSDKServer()
 	case "raw":
 		runRawServer()
+	case "stubborn":
+		// Ignores stdin EOF and SIGTERM alike: only a kill ends it.
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGPIPE)
+		fmt.Fprintln(os.Stderr, "stubborn: \x1b[31mnot leaving\x1b[0m")
+		time.Sleep(time.Hour)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown fixture")
 		os.Exit(2)

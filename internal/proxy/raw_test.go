@@ -10,7 +10,8 @@ import (
 
 // runRawServer is a hand-written MCP server for what no SDK will produce:
 // it answers initialize with $RAW_VERSION, and its "emit" method writes
-// arbitrary bytes (base64 in params.b64) as its own output lines, so tests
+// arbitrary bytes (base64 in params.b64) as its own output lines, and a
+// notification params.pad bytes long, so tests
 // can make it send malformed, oversized or batched messages. "die" exits
 // with params.code; "hang" never answers; anything else gets {"echo":method}.
 func runRawServer() {
@@ -28,6 +29,7 @@ func runRawServer() {
 			Method string          `json:"method"`
 			Params struct {
 				B64  []string `json:"b64"`
+				Pad  int      `json:"pad"`
 				Code int      `json:"code"`
 			} `json:"params"`
 		}
@@ -47,6 +49,13 @@ func runRawServer() {
 				b, _ := base64.StdEncoding.DecodeString(s)
 				out.Write(b)
 				out.WriteString("\n")
+			}
+			if m.Params.Pad > 0 {
+				out.WriteString(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"`)
+				for i := 0; i < m.Params.Pad; i++ {
+					out.WriteByte('x')
+				}
+				out.WriteString("\"}}\n")
 			}
 			reply(`{}`)
 		case "die":

@@ -1,0 +1,166 @@
+package proxy
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpcage/mcpcage/internal/jsonrpc"
+)
+
+// blockTool is the trivial policy that shows the seam: it answers calls of
+// one tool itself and the server never sees them.
+type blockTool struct{ name string }
+
+func (b blockTool) Inspect(ctx context.Context, s *Session, ev *Event) Verdict {
+	if ev.Dir != ClientToServer || ev.Msg.Method != "tools/call" {
+		return Verdict{}
+	}
+	if name, _ := member(ev.Msg.Params, "name"); name == b.name {
+		return Verdict{Action: Reply, Message: jsonrpc.NewErrorResponse(ev.Msg.ID, jsonrpc.CodeBlocked, "mcpcage blocked tools/call: "+b.name, nil)}
+	}
+	return Verdict{}
+}
+
+// observer records every final outcome and proves it ran before delivery:
+// it holds each outcome back briefly and checks nothing was written yet.
+type observer struct {
+	mu       sync.Mutex
+	outcomes []string
+	started  int
+	ended    []int
+}
+
+func (o *observer) Inspect(ctx context.Context, s *Session, ev *Event) Verdict { return Verdict{} }
+
+func (o *observer) Observe(ctx context.Context, s *Session, ev *Event, v Verdict) {
+	what := ev.Msg.Method
+	if what == "" {
+		what = "response to " + ev.Method
+	}
+	o.mu.Lock()
+	o.outcomes = append(o.outcomes, []string{"forward", "reply", "replace", "drop"}[v.Action]+" "+what)
+	o.mu.Unlock()
+}
+
+func (o *observer) SessionStart(ctx context.Context, s *Session) {
+	o.mu.Lock()
+	o.started++
+	o.mu.Unlock()
+}
+
+func (o *observer) SessionEnd(ctx context.Context, s *Session, code int) {
+	o.mu.Lock()
+	o.ended = append(o.ended, code)
+	o.mu.Unlock()
+}
+
+func (o *observer) has(want string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, x := range o.outcomes {
+		if x == want {
+			return true
+		}
+	}
+	return false
+}
+
+func TestPolicyBlocksTool(t *testing.T) {
+	obs := &observer{}
+	c, p := rawSession(t, Config{Policies: []Policy{blockTool{"rm_rf"}, obs}})
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rm_rf","arguments":{}}}`)
+	c.expect(`{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"mcpcage blocked tools/call: rm_rf"}}`)
+	// Observe ran before the reply was written.
+	if !obs.has("reply tools/call") {
+		t.Error("observer did not see the reply before it was delivered")
+	}
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ls","arguments":{}}}`)
+	c.expect(`"id":2`, `"echo":"tools/call"`)
+	if !obs.has("forward response to tools/call") {
+		t.Error("observer did not see the forwarded response before it was delivered")
+	}
+	p.toProxy.Close()
+	p.wait(t)
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.started != 1 || len(obs.ended) != 1 || obs.ended[0] != 0 {
+		t.Errorf("lifecycle: started %d, ended %v", obs.started, obs.ended)
+	}
+}
+
+// asker answers tools/list itself after asking the server, through
+// Session.Call, what it says to a method of the proxy's own.
+type asker struct{}
+
+func (asker) Inspect(ctx context.Context, s *Session, ev *Event) Verdict {
+	if ev.Dir != ClientToServer || ev.Msg.Method != "tools/list" {
+		return Verdict{}
+	}
+	id := ev.Msg.ID
+	return Verdict{Async: func(ctx context.Context) Verdict {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		resp, err := s.Call(ctx, "mcpcage/probe", []byte(`{}`))
+		if err != nil {
+			return Verdict{Action: Reply, Message: jsonrpc.NewErrorResponse(id, jsonrpc.CodeInternalError, err.Error(), nil)}
+		}
+		if !strings.HasPrefix(resp.ID.String(), `"`+ReservedIDPrefix) {
+			return Verdict{Action: Reply, Message: jsonrpc.NewErrorResponse(id, jsonrpc.CodeInternalError, "id not reserved: "+resp.ID.String(), nil)}
+		}
+		return Verdict{Action: Reply, Message: jsonrpc.NewResponse(id, resp.Result)}
+	}}
+}
+
+func TestAsyncPolicyCallsServer(t *testing.T) {
+	obs := &observer{}
+	c, _ := rawSession(t, Config{Policies: []Policy{asker{}, obs}})
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	// The proxy's own request and its answer never reach the client; the
+	// client sees only the policy's reply built from it.
+	c.expect(`{"jsonrpc":"2.0","id":1,"result":{"echo":"mcpcage/probe"}}`)
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	line := c.expect(`"id":2`)
+	if strings.Contains(line, ReservedIDPrefix) {
+		t.Errorf("a reserved id reached the client: %s", line)
+	}
+	if !obs.has("reply tools/list") {
+		t.Error("observer did not see the async reply")
+	}
+}
+
+func TestSessionOutsideRun(t *testing.T) {
+	s := &Session{}
+	if _, err := s.Call(context.Background(), "x", nil); err != ErrNotRunning {
+		t.Errorf("Call = %v, want ErrNotRunning", err)
+	}
+	if err := s.SendToClient([]byte(`{}`)); err != ErrNotRunning {
+		t.Errorf("SendToClient = %v", err)
+	}
+}
+
+func TestSendToClient(t *testing.T) {
+	sess := &Session{Name: "raw"}
+	c, _ := rawSession(t, Config{Session: sess})
+	if err := sess.SendToClient([]byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"from mcpcage"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	c.expect(`"data":"from mcpcage"`)
+	if err := sess.SendToClient([]byte(`{"not":"rpc"}`)); err == nil {
+		t.Error("SendToClient accepted an invalid message")
+	}
+}
+
+func TestReplaceServerResponse(t *testing.T) {
+	pol := policyFunc(func(ctx context.Context, s *Session, ev *Event) Verdict {
+		if ev.Dir == ServerToClient && ev.Method == "tools/list" {
+			return Verdict{Action: Replace, Message: jsonrpc.NewErrorResponse(ev.Msg.ID, jsonrpc.CodeBlocked, "mcpcage blocked tools/list: changed", nil)}
+		}
+		return Verdict{}
+	})
+	c, _ := rawSession(t, Config{Policies: []Policy{pol}})
+	c.send(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
+	c.expect(`{"jsonrpc":"2.0","id":"l","error":{"code":-32001,"message":"mcpcage blocked tools/list: changed"}}`)
+}
