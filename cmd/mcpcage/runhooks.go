@@ -17,6 +17,9 @@ type RunContext struct {
 	Name   string        // the server's identity (--name, else derived from the launch)
 	Launch launch.Launch // what runs in the cage
 	Home   string        // $MCPCAGE_HOME, resolved
+	// Before are `mcpcage run`'s own policies (a server that never answers),
+	// consulted ahead of every extension's.
+	Before []proxy.Policy
 }
 
 // runExtension lets a concern (pinning, scanning, auditing) add its flags to
@@ -77,6 +80,7 @@ func serveSession(ctx context.Context, rc *RunContext, srv proxy.Server, maxLine
 		_ = srv.Stop(ctx)
 		return 1, err
 	}
+	policies = append(append([]proxy.Policy(nil), rc.Before...), policies...)
 	sess := &proxy.Session{Name: rc.Name, Launch: rc.Launch}
 	return proxy.Run(ctx, proxy.Config{
 		Session:  sess,

@@ -279,7 +279,7 @@ func configs(spec Spec) (*container.Config, *container.HostConfig) {
 	if tmp <= 0 {
 		tmp = DefaultTmpSize
 	}
-	labels := Self().labels()
+	labels := Self().Labels()
 	labels[LabelCage] = "1"
 	labels[LabelName] = spec.Name
 	labels[LabelSession] = spec.Session

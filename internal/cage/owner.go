@@ -36,7 +36,9 @@ func Self() Owner {
 	return Owner{Host: h, Boot: bootID(), PID: pid, Start: procStart(pid)}
 }
 
-func (o Owner) labels() map[string]string {
+// Labels are o's owner labels, for every container mcpcage starts (the
+// install phase's too), so that Reap can tell when o is gone.
+func (o Owner) Labels() map[string]string {
 	return map[string]string{
 		LabelOwnerHost:  o.Host,
 		LabelOwnerBoot:  o.Boot,

@@ -27,9 +27,13 @@ type Info struct {
 
 // List returns every cage container the engine has, newest first.
 func List(ctx context.Context, cli *client.Client) ([]Info, error) {
+	return list(ctx, cli, LabelCage+"=1")
+}
+
+func list(ctx context.Context, cli *client.Client, label string) ([]Info, error) {
 	cs, err := cli.ContainerList(ctx, container.ListOptions{
 		All:     true,
-		Filters: filters.NewArgs(filters.Arg("label", LabelCage+"=1")),
+		Filters: filters.NewArgs(filters.Arg("label", label)),
 	})
 	if err != nil {
 		if isConnErr(err) {
@@ -63,8 +67,9 @@ func List(ctx context.Context, cli *client.Client) ([]Info, error) {
 // Reap removes cage containers whose owner process is gone (orphans left by
 // a killed mcpcage: killing a Docker client does not stop its container) and
 // returns their names. Cages of live owners, and of other machines, stay.
+// Any container with the owner labels counts (install containers too).
 func Reap(ctx context.Context, cli *client.Client) ([]string, error) {
-	cs, err := List(ctx, cli)
+	cs, err := list(ctx, cli, LabelOwnerPID)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,467 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/docker/docker/client"
+	"github.com/docker/go-units"
+	"github.com/spf13/cobra"
+
+	"github.com/mcpcage/mcpcage/internal/cage"
+	"github.com/mcpcage/mcpcage/internal/home"
+	"github.com/mcpcage/mcpcage/internal/install"
+	"github.com/mcpcage/mcpcage/internal/jsonrpc"
+	"github.com/mcpcage/mcpcage/internal/launch"
+	"github.com/mcpcage/mcpcage/internal/proxy"
+)
+
+func init() { addCommand(newRunCmd) }
+
+// Exit statuses of `mcpcage run` besides the server's own.
+const (
+	exitUsage     = 2   // the command line was refused
+	exitCageError = 125 // the cage could not be set up (Docker, image, install)
+)
+
+// RunOptions are `mcpcage run`'s flags and arguments.
+type RunOptions struct {
+	IO           *IOStreams
+	Command      []string // the server's command line (npx/uvx), or the image's arguments
+	Image        string
+	Name         string
+	AllowNet     bool
+	Mounts       []string
+	Env          []string // names
+	Memory       string
+	Pids         int64
+	CPUs         float64
+	TmpSize      string
+	MaxLine      string
+	Update       bool
+	AllowScripts bool
+	StartTimeout time.Duration
+}
+
+func newRunCmd(io *IOStreams) *cobra.Command {
+	opts := &RunOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "run [flags] [--] npx -y PACKAGE [ARGS...] | uvx PACKAGE [ARGS...] | --image IMAGE [-- ARGS...]",
+		Short: "Run an MCP server in a cage, behind the proxy",
+		Long: `Run an MCP server in a Docker container with no network, a read-only disk
+and no access to your home directory, and relay its stdio through the proxy
+(pins, scanning, audit).
+
+Prefix the command your client runs:
+
+  mcpcage run -- npx -y @modelcontextprotocol/server-filesystem ~/projects
+  mcpcage run uvx mcp-server-time
+  mcpcage run --image ghcr.io/example/server:1 -- --stdio
+
+Existing absolute paths among the server's arguments are mounted read-only at
+the same path; --mount adds others. Environment variables reach the server only
+when named with --env (the value is taken from mcpcage's own environment).
+
+Exit status: the server's own status when it ends the session by itself; 0
+when the client ends it; 2 for a command line that was refused; 125 when the
+cage could not be set up (Docker unreachable, image missing, package not found,
+install failed); 137 when the server was killed for using too much memory.`,
+		Example: `  mcpcage run -- npx -y @modelcontextprotocol/server-everything
+  mcpcage run --mount ~/notes:rw -- npx -y @modelcontextprotocol/server-filesystem ~/notes ~/docs
+  GITHUB_TOKEN=... mcpcage run --allow-net --env GITHUB_TOKEN -- npx -y @modelcontextprotocol/server-github`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Command = args
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runRun(ctx, opts)
+		},
+	}
+	fs := cmd.Flags()
+	// Everything after the server's command is the server's.
+	fs.SetInterspersed(false)
+	fs.StringVar(&opts.Image, "image", "", "run a server that ships as a Docker `image` (its entrypoint; arguments after --)")
+	fs.StringVar(&opts.Name, "name", "", "the server's `name` for pins, audit and its private HOME (default: from the package or image)")
+	fs.BoolVar(&opts.AllowNet, "allow-net", false, "give the server the network, fully open")
+	fs.StringArrayVar(&opts.Mounts, "mount", nil, "show a host folder at the same `path`, read-only; PATH:rw for read-write (repeatable)")
+	fs.StringArrayVar(&opts.Env, "env", nil, "pass the environment variable `NAME` (its value from mcpcage's environment; repeatable)")
+	fs.StringVar(&opts.Memory, "memory", "512m", "memory limit (no swap)")
+	fs.Int64Var(&opts.Pids, "pids", cage.DefaultPids, "limit on processes and threads")
+	fs.Float64Var(&opts.CPUs, "cpus", cage.DefaultCPUs, "CPU limit")
+	fs.StringVar(&opts.TmpSize, "tmp-size", "64m", "size of the server's /tmp")
+	fs.StringVar(&opts.MaxLine, "max-line", "16m", "largest message accepted in either direction")
+	fs.BoolVar(&opts.Update, "update", false, "resolve and install the package anew instead of the cached version")
+	fs.BoolVar(&opts.AllowScripts, "allow-scripts", false, "run the package's install scripts (inside the install container)")
+	fs.DurationVar(&opts.StartTimeout, "start-timeout", 30*time.Second, "how long to wait for the server's first answer before giving up")
+	addRunFlags(fs)
+	return cmd
+}
+
+// runPlan is everything `mcpcage run` decided from its command line, before
+// touching Docker.
+type runPlan struct {
+	cmd      cage.Command
+	name     string
+	mounts   []cage.Mount
+	env      []string // NAME=VALUE
+	memory   int64
+	tmpSize  int64
+	maxLine  int
+	stateDir string // $MCPCAGE_HOME
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func planRun(opts *RunOptions) (*runPlan, error) {
+	p := &runPlan{}
+	if opts.Image != "" {
+		if strings.HasPrefix(opts.Image, "-") {
+			return nil, usageErr(&cage.UsageError{Msg: fmt.Sprintf("--image %q is not an image name", opts.Image), Hint: "write --image IMAGE -- ARGS"})
+		}
+		p.cmd = cage.Command{Kind: "image", Image: opts.Image, Args: opts.Command}
+	} else {
+		c, err := cage.ParseCommand(opts.Command)
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		p.cmd = c
+	}
+	p.name = opts.Name
+	if p.name == "" {
+		p.name = p.cmd.Name()
+	}
+	if err := cage.ValidName(p.name); err != nil {
+		return nil, usageErr(err)
+	}
+	var err error
+	if p.memory, err = units.RAMInBytes(opts.Memory); err != nil || p.memory < 16<<20 {
+		return nil, usageErr(fmt.Errorf("--memory %q: give a size of at least 16m, like 512m or 1g", opts.Memory))
+	}
+	if p.tmpSize, err = units.RAMInBytes(opts.TmpSize); err != nil || p.tmpSize < 1<<20 {
+		return nil, usageErr(fmt.Errorf("--tmp-size %q: give a size of at least 1m, like 64m", opts.TmpSize))
+	}
+	ml, err := units.RAMInBytes(opts.MaxLine)
+	if err != nil || ml < 4<<10 || ml > 1<<30 {
+		return nil, usageErr(fmt.Errorf("--max-line %q: give a size between 4k and 1g, like 16m", opts.MaxLine))
+	}
+	p.maxLine = int(ml)
+	if opts.Pids < 16 {
+		return nil, usageErr(fmt.Errorf("--pids %d: give at least 16", opts.Pids))
+	}
+	if opts.CPUs <= 0 || opts.CPUs > 1024 {
+		return nil, usageErr(fmt.Errorf("--cpus %g: give a positive number, like 1 or 0.5", opts.CPUs))
+	}
+	if opts.StartTimeout <= 0 {
+		return nil, usageErr(fmt.Errorf("--start-timeout %s: give a positive duration, like 30s", opts.StartTimeout))
+	}
+	for _, n := range opts.Env {
+		if strings.Contains(n, "=") {
+			// Said without echoing the value: it may be a secret.
+			return nil, usageErr(withHint(fmt.Errorf("--env takes a variable's name, not NAME=VALUE"),
+				"put the value in mcpcage's environment (the client config's env block) and write --env NAME"))
+		}
+		if !envName.MatchString(n) {
+			return nil, usageErr(fmt.Errorf("--env %q is not a variable name", n))
+		}
+		v, ok := os.LookupEnv(n)
+		if !ok {
+			return nil, usageErr(withHint(fmt.Errorf("--env %s: %s is not set in mcpcage's environment", n, n),
+				"set it in the client config's env block for this server"))
+		}
+		p.env = append(p.env, n+"="+v)
+	}
+	if p.stateDir, err = home.Dir(); err != nil {
+		return nil, err
+	}
+	for _, spec := range opts.Mounts {
+		target, rw, err := cage.ParseMountSpec(spec)
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		m, err := cage.ResolveMount(target, rw, p.stateDir)
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		p.mounts = append(p.mounts, m)
+	}
+	for _, a := range cage.ArgPaths(p.cmd.Args) {
+		if cage.Covered(p.mounts, a) {
+			continue
+		}
+		m, err := cage.ResolveMount(a, false, p.stateDir)
+		if err != nil {
+			return nil, usageErr(withHint(err, "the server's arguments name this path, so mcpcage would mount it; give another path"))
+		}
+		p.mounts = append(p.mounts, m)
+	}
+	return p, nil
+}
+
+func usageErr(err error) error {
+	var ue *cage.UsageError
+	if errors.As(err, &ue) && ue.Hint != "" {
+		err = withHint(errors.New(ue.Msg), "%s", ue.Hint)
+	}
+	return &ExitError{Code: exitUsage, Err: err}
+}
+
+func runRun(ctx context.Context, opts *RunOptions) error {
+	p, err := planRun(opts)
+	if err != nil {
+		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start the server: %v", err))
+		return err
+	}
+	c, l, err := setUpCage(ctx, opts, p)
+	if err != nil {
+		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start %q: %v", p.name, err))
+		return err
+	}
+	watch := &firstReply{name: p.name, timeout: opts.StartTimeout, allowNet: opts.AllowNet, log: opts.IO.ErrOut}
+	in := &eofReader{r: opts.IO.In}
+	sessIO := *opts.IO
+	sessIO.In = in
+	rc := &RunContext{IO: &sessIO, Name: p.name, Launch: l, Home: p.stateDir, Before: []proxy.Policy{watch}}
+	code, err := serveSession(ctx, rc, c, p.maxLine)
+	if err != nil && !c.Exited() {
+		return &ExitError{Code: exitCageError, Err: err}
+	}
+	if c.OOMKilled() {
+		return &ExitError{Code: 137, Err: withHint(fmt.Errorf("%q was killed for using more than its memory limit (%s)", p.name, units.BytesSize(float64(p.memory))),
+			"raise the limit with --memory, e.g. --memory 1g")}
+	}
+	if in.ended.Load() || ctx.Err() != nil {
+		// The client ended the session: the server was stopped, its status is ours to ignore.
+		return nil
+	}
+	if code != 0 {
+		return &ExitError{Code: code, Err: fmt.Errorf("%q exited with status %d", p.name, code)}
+	}
+	return nil
+}
+
+// setUpCage does everything between the command line and a running cage:
+// Docker, orphan reaping, the install phase or the image, mounts, HOME.
+func setUpCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Cage, launch.Launch, error) {
+	fail := func(err error) (*cage.Cage, launch.Launch, error) {
+		return nil, launch.Launch{}, &ExitError{Code: exitCageError, Err: err}
+	}
+	cli, err := cage.Connect(ctx)
+	if err != nil {
+		return fail(withHint(err, "start Docker (or set DOCKER_HOST), then try again"))
+	}
+	if removed, err := cage.Reap(ctx, cli); err != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "mcpcage: warning: %v\n", err)
+	} else if len(removed) > 0 {
+		fmt.Fprintf(opts.IO.ErrOut, "mcpcage: removed %d orphaned cage(s) whose mcpcage process is gone: %s\n", len(removed), strings.Join(removed, ", "))
+	}
+	spec := cage.Spec{
+		Name:     p.name,
+		Mounts:   p.mounts,
+		Env:      p.env,
+		AllowNet: opts.AllowNet,
+		Memory:   p.memory,
+		Pids:     opts.Pids,
+		CPUs:     opts.CPUs,
+		TmpSize:  p.tmpSize,
+		Log:      opts.IO.ErrOut,
+	}
+	var l launch.Launch
+	switch p.cmd.Kind {
+	case "image":
+		info, err := cli.ImageInspect(ctx, p.cmd.Image)
+		if err != nil {
+			if client.IsErrNotFound(err) {
+				return fail(withHint(fmt.Errorf("image %s is not on this machine", p.cmd.Image), "docker pull %s (or docker load it), then try again", p.cmd.Image))
+			}
+			return fail(fmt.Errorf("cannot inspect image %s: %v", p.cmd.Image, err))
+		}
+		// The ID, not the name: what was inspected is what runs.
+		spec.Image = info.ID
+		spec.Cmd = p.cmd.Args
+		l = launch.Launch{Kind: "image", Image: p.cmd.Image, ImageDigest: info.ID, Argv: p.cmd.Args}
+	default:
+		res, err := install.Ensure(ctx, cli, install.Request{
+			Kind: p.cmd.Kind, Spec: p.cmd.Spec, Update: opts.Update, AllowScripts: opts.AllowScripts,
+			Stderr: opts.IO.ErrOut, Labels: cage.Self().Labels(),
+		})
+		if err != nil {
+			var ie *install.ImageError
+			if errors.As(err, &ie) {
+				return fail(withHint(err, "build the cage images with `make images` in mcpcage's source, or pull the official ones"))
+			}
+			return fail(err)
+		}
+		spec.Image = res.ImageID
+		spec.Entrypoint = res.Command
+		spec.Cmd = p.cmd.Args
+		spec.Env = append(append([]string(nil), res.Env...), p.env...)
+		spec.WorkingDir = cage.HomeInContainer
+		spec.Mounts = append([]cage.Mount{{Source: res.CacheDir, Target: res.MountPoint}}, spec.Mounts...)
+		l = launch.Launch{Kind: p.cmd.Kind, Package: res.Package, Version: res.Version, Image: res.Image, ImageDigest: res.ImageID, Argv: p.cmd.Args}
+	}
+	homeDir, err := home.Sub("servers", p.name, "home")
+	if err != nil {
+		return fail(err)
+	}
+	if err := cage.PrepareHome(homeDir); err != nil {
+		return fail(err)
+	}
+	spec.Home = homeDir
+	c, err := cage.Start(ctx, cli, spec)
+	if err != nil {
+		var im *cage.ImageMissingError
+		if errors.As(err, &im) {
+			return fail(withHint(err, "docker pull %s (or `make images`), then try again", im.Image))
+		}
+		return fail(err)
+	}
+	return c, l, nil
+}
+
+// answerWaitingClient answers the requests a client sent while mcpcage was
+// failing to start, so that no client hangs on a server that will never
+// come: each request that arrives within a short while gets msg as a
+// JSON-RPC error. A terminal on stdin is a person, not a client.
+func answerWaitingClient(io *IOStreams, msg string) {
+	if io.InTTY || io.In == nil {
+		return
+	}
+	lines := make(chan []byte)
+	go func() {
+		defer close(lines)
+		rd := jsonrpc.NewReader(io.In, jsonrpc.DefaultMaxLine)
+		for {
+			line, err := rd.ReadLine()
+			if err != nil {
+				return
+			}
+			lines <- line
+		}
+	}()
+	w := jsonrpc.NewWriter(io.Out)
+	wait := 2 * time.Second // for the first message: the client may still be starting
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				return
+			}
+			if m, err := jsonrpc.Parse(line); err == nil && m.Kind == jsonrpc.KindRequest {
+				_ = w.WriteMessage(jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInternalError, msg, nil))
+			}
+			wait = 300 * time.Millisecond
+		case <-time.After(wait):
+			return
+		}
+	}
+}
+
+// eofReader records that the client's side of the session ended.
+// The proxy closes it when the server went first; that is not the client
+// ending.
+type eofReader struct {
+	r      io.Reader
+	ended  atomic.Bool
+	closed atomic.Bool
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && !e.closed.Load() {
+		e.ended.Store(true)
+	}
+	return n, err
+}
+
+func (e *eofReader) Close() error {
+	e.closed.Store(true)
+	if c, ok := e.r.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// firstReply answers a client whose server says nothing at all: a server
+// that is a front for a remote service hangs silently without the network
+// (@stripe/mcp). Until the server's first message, each client request gets a
+// timer; when it fires the client gets an error that says what to try, and
+// the late answer, if any, is dropped.
+type firstReply struct {
+	name     string
+	timeout  time.Duration
+	allowNet bool
+	log      io.Writer
+
+	mu       sync.Mutex
+	heard    bool
+	timers   []*time.Timer
+	timedOut map[string]bool
+}
+
+func (f *firstReply) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event) proxy.Verdict {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch ev.Dir {
+	case proxy.ServerToClient:
+		if !f.heard {
+			f.heard = true
+			for _, t := range f.timers {
+				t.Stop()
+			}
+		}
+		if ev.Msg.Kind == jsonrpc.KindResponse && f.timedOut[ev.Msg.ID.Key()] {
+			return proxy.Verdict{Action: proxy.Drop}
+		}
+	case proxy.ClientToServer:
+		if f.heard || ev.Msg.Kind != jsonrpc.KindRequest {
+			break
+		}
+		id, method := ev.Msg.ID, ev.Msg.Method
+		f.timers = append(f.timers, time.AfterFunc(f.timeout, func() { f.fire(s, id, method) }))
+	}
+	return proxy.Verdict{Action: proxy.Forward}
+}
+
+func (f *firstReply) fire(s *proxy.Session, id jsonrpc.ID, method string) {
+	f.mu.Lock()
+	if f.heard {
+		f.mu.Unlock()
+		return
+	}
+	if f.timedOut == nil {
+		f.timedOut = map[string]bool{}
+	}
+	f.timedOut[id.Key()] = true
+	f.mu.Unlock()
+	msg := fmt.Sprintf("mcpcage: %q did not answer %s within %s", f.name, method, f.timeout)
+	hint := ""
+	if !f.allowNet {
+		msg += "; it may need the network (mcpcage run --allow-net)"
+		hint = "mcpcage: hint: servers that front a remote service wait silently without the network: add --allow-net if you trust it with the network"
+	}
+	fmt.Fprintf(f.log, "%s\n", msg)
+	if hint != "" {
+		fmt.Fprintf(f.log, "%s\n", hint)
+	}
+	_ = s.SendToClient(jsonrpc.NewErrorResponse(id, jsonrpc.CodeInternalError, msg, nil))
+}
+
+func (f *firstReply) SessionStart(ctx context.Context, s *proxy.Session) {}
+
+func (f *firstReply) SessionEnd(ctx context.Context, s *proxy.Session, exitCode int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.heard = true
+	for _, t := range f.timers {
+		t.Stop()
+	}
+}
