@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/pflag"
 
 	"github.com/mcpcage/mcpcage/internal/pin"
@@ -19,7 +20,7 @@ var pinFlags struct {
 
 // pinHighFindings counts the scanner's high-severity findings in one pinned
 // item for the lock message; nil until the scanner wires itself in.
-var pinHighFindings func(k pin.Kind, item []byte) int
+var pinHighFindings func(k pin.Kind, item []byte, list []jsontext.Value) int
 
 func init() {
 	addRunExtension(runExtension{

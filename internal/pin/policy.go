@@ -34,8 +34,9 @@ type Config struct {
 	Filter Filter
 	// HighFindings, when set, counts the scanner's high-severity findings in
 	// one item (a tool, prompt, ... as raw JSON; instructions as a JSON
-	// string). The lock message gives the total over what changed.
-	HighFindings func(k Kind, item []byte) int
+	// string), given the whole list it came in. The lock message gives the
+	// total over what was added or changed.
+	HighFindings func(k Kind, item []byte, list []jsontext.Value) int
 	// Limits; zero means the Default values.
 	MaxPages, MaxBytes, MaxItems int
 	Now                          func() time.Time
@@ -95,7 +96,8 @@ type kindState struct {
 	checked  bool                      // compared since the last list_changed
 	approved map[string]jsontext.Value // approved items by key
 	drifted  map[string]bool           // keys added or changed (for gates)
-	lock     string                    // non-empty: the kind is locked, with this reason
+	lock     string                    // non-empty: the kind is locked; the text after "mcpcage blocked METHOD: "
+	reason   string                    // the same, short, for blocked calls
 }
 
 // New returns the pin policy for one session.
@@ -213,8 +215,10 @@ func (p *Policy) gate(m *jsonrpc.Message, k Kind, key string) proxy.Verdict {
 		if p.cfg.Filter.Hides(key, def) {
 			return reply(errorMsg(m.ID, jsonrpc.CodeInvalidParams, "Unknown tool: "+key))
 		}
-		if lock := p.toolsLock(); lock != "" {
-			return reply(resultMsg(m.ID, callBlocked(p.cfg.Name, key, lock)))
+		if st := p.toolsLock(); st != nil {
+			return reply(resultMsg(m.ID, fmt.Sprintf(
+				"mcpcage blocked the call to %q: %s. The call did not reach the server, and none will until a person reviews the change with `mcpcage diff %s` and approves it with `mcpcage approve %s`.",
+				key, st.reason, p.cfg.Name, p.cfg.Name)))
 		}
 		if def == nil {
 			return reply(errorMsg(m.ID, jsonrpc.CodeInvalidParams, "Unknown tool: "+key))
@@ -231,19 +235,13 @@ func (p *Policy) gate(m *jsonrpc.Message, k Kind, key string) proxy.Verdict {
 
 // toolsLock is why tool calls are blocked: the tools or the instructions
 // drifted (or are not yet approved under --strict). p.mu is held.
-func (p *Policy) toolsLock() string {
-	if st := p.state[Tools]; st != nil && st.lock != "" {
-		return st.lock
+func (p *Policy) toolsLock() *kindState {
+	for _, k := range []Kind{Tools, Instructions} {
+		if st := p.state[k]; st != nil && st.lock != "" {
+			return st
+		}
 	}
-	if st := p.state[Instructions]; st != nil && st.lock != "" {
-		return st.lock
-	}
-	return ""
-}
-
-func callBlocked(name, tool, lock string) string {
-	return fmt.Sprintf("mcpcage blocked the call to %q: %s This call did not reach the server, and no call will until a person reviews the change with `mcpcage diff %s` and approves it with `mcpcage approve %s`.",
-		tool, lock, name, name)
+	return nil
 }
 
 // list answers a client's list request from a complete, checked walk.
@@ -258,8 +256,8 @@ func (p *Policy) list(ctx context.Context, s *proxy.Session, m *jsonrpc.Message,
 	}
 	p.mu.Lock()
 	lock := p.state[k].lock
-	if k == Tools {
-		lock = p.toolsLock()
+	if st := p.toolsLock(); k == Tools && st != nil {
+		lock = st.lock
 	}
 	p.mu.Unlock()
 	if lock != "" {
@@ -428,10 +426,10 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 		items = []jsontext.Value{}
 	}
 	var changes []Change
-	var lock string
+	var lock, reason string
 	var approved []jsontext.Value
 	_, err := p.cfg.Store.Update(p.cfg.Name, func(f *File) (bool, error) {
-		changes, lock, approved = nil, "", nil
+		changes, lock, reason, approved = nil, "", "", nil
 		now := p.cfg.Now().UTC()
 		if !f.Approved.Has(k) && !p.cfg.Strict {
 			if f.Approved == nil {
@@ -452,10 +450,12 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 			return false, nil
 		}
 		if f.Approved.Has(k) {
-			lock = p.driftMessage(k, changes)
+			lock = p.driftMessage(k, changes, items)
+			reason = fmt.Sprintf("the %s of %q changed since they were approved (rug-pull protection)", definitions(k), p.cfg.Name)
 		} else {
 			lock = fmt.Sprintf("%s of %q are not approved yet (--strict). Run `mcpcage diff %s`, then `mcpcage approve %s`.",
 				definitions(k), p.cfg.Name, p.cfg.Name, p.cfg.Name)
+			reason = fmt.Sprintf("the %s of %q are not approved yet (--strict)", definitions(k), p.cfg.Name)
 		}
 		if f.Pending.Has(k) {
 			if same, err := Compare(k, f.Pending.List(k), items); err == nil && len(same) == 0 && launchEqual(f.Pending.Launch, p.cfg.Launch) {
@@ -473,7 +473,7 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 	if err != nil {
 		return err
 	}
-	st := &kindState{checked: true, lock: lock, approved: map[string]jsontext.Value{}, drifted: map[string]bool{}}
+	st := &kindState{checked: true, lock: lock, reason: reason, approved: map[string]jsontext.Value{}, drifted: map[string]bool{}}
 	for _, it := range approved {
 		if key, err := ItemKey(k, it); err == nil {
 			st.approved[key] = it
@@ -499,14 +499,14 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 
 func definitions(k Kind) string {
 	if k == Instructions {
-		return "the instructions"
+		return "instructions"
 	}
 	return k.Noun() + " definitions"
 }
 
 // driftMessage is the text after "mcpcage blocked METHOD: ", as the brief
 // shows it.
-func (p *Policy) driftMessage(k Kind, changes []Change) string {
+func (p *Policy) driftMessage(k Kind, changes []Change, list []jsontext.Value) string {
 	var b strings.Builder
 	if k == Instructions {
 		fmt.Fprintf(&b, "the instructions of %q changed since they were approved (rug-pull protection).", p.cfg.Name)
@@ -517,7 +517,7 @@ func (p *Policy) driftMessage(k Kind, changes []Change) string {
 		n := 0
 		for _, c := range changes {
 			if c.New != nil {
-				n += p.cfg.HighFindings(k, c.New)
+				n += p.cfg.HighFindings(k, c.New, list)
 			}
 		}
 		switch {
