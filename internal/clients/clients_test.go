@@ -37,6 +37,15 @@ var fixtures = []struct {
 	{"codex_config.toml", "codex", []string{"context7", "docs", "notes/~ana", "récits"}},
 }
 
+// cageNames are the entry names `mcpcage run` would refuse, and what they become.
+var cageNames = map[string]string{
+	"notes/~ana": "notes-ana",
+	"récits 📚":   "r-cits",
+	"récits":     "r-cits",
+	"日本語サーバー":    "",
+	"github.com/modelcontextprotocol/servers/tree/main/src/filesystem": "github.com-modelcontextprotocol-servers-tree-main-src-filesyste",
+}
+
 func readFixture(t *testing.T, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
@@ -154,7 +163,12 @@ func TestFixtures(t *testing.T) {
 				bc, key := commandOf(b)
 				ac, _ := commandOf(a)
 				var wantArgs []any
-				wantArgs = append(wantArgs, "run", "--name="+name)
+				wantArgs = append(wantArgs, "run")
+				if n, ok := cageNames[name]; !ok {
+					wantArgs = append(wantArgs, "--name="+name)
+				} else if n != "" {
+					wantArgs = append(wantArgs, "--name="+n)
+				}
 				for _, ev := range envOrder(t, fx.file, name, bc) {
 					wantArgs = append(wantArgs, "--env="+ev)
 				}

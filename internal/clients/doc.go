@@ -23,7 +23,8 @@
 //	"command": "<absolute path of mcpcage>",
 //	"args": ["run", "--name=<server name>", "--env=<NAME>"..., "--", C, A1, ..., An]
 //
-// with one --env=NAME per variable of the entry's env block, in the block's
+// where the name is the entry's own when `mcpcage run` accepts it, else made
+// acceptable by CageName (and left out when nothing is left of it), with one --env=NAME per variable of the entry's env block, in the block's
 // order, so the client keeps the values and mcpcage passes them by name
 // (a value never reaches any argv). Flags are written in the --flag=value
 // form, so the first argument that is exactly "--" always ends mcpcage's

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mcpcage/mcpcage/internal/cage"
 	"github.com/mcpcage/mcpcage/internal/secrets"
 )
 
@@ -193,7 +194,10 @@ func (s Server) Cageable() (bool, string) {
 // WrapArgs is what a cageable entry's args start with once caged; the
 // original command and args follow.
 func WrapArgs(s Server) []string {
-	out := []string{"run", "--name=" + s.Name}
+	out := []string{"run"}
+	if n := CageName(s.Name); n != "" {
+		out = append(out, "--name="+n)
+	}
 	for _, v := range s.Env {
 		out = append(out, "--env="+v.Name)
 	}
@@ -201,6 +205,36 @@ func WrapArgs(s Server) []string {
 		out = append(out, "--env="+n)
 	}
 	return append(out, "--")
+}
+
+// CageName is the --name given to `mcpcage run` for a server entry: the
+// entry's name when `mcpcage run` accepts it (letters, digits, '.', '_', '-',
+// at most 63, see cage.ValidName), else the name with every run of other
+// characters made one '-', trimmed; "" when nothing is left, and then run
+// derives the name from the package.
+func CageName(name string) string {
+	if cage.ValidName(name) == nil {
+		return name
+	}
+	var b strings.Builder
+	dash := false
+	for _, r := range name {
+		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	n := strings.Trim(b.String(), "._-")
+	if len(n) > 63 {
+		n = strings.TrimRight(n[:63], "._-")
+	}
+	if cage.ValidName(n) != nil {
+		return ""
+	}
+	return n
 }
 
 // EnvNames are the names of every variable the client gives the server.

@@ -151,7 +151,9 @@ var Clients = []*Client{
 	},
 	{
 		ID: "windsurf", Name: "Windsurf", Format: JSONC,
-		User:   func(l Layout) []string { return []string{filepath.Join(l.Home, ".codeium", "windsurf", "mcp_config.json")} },
+		User: func(l Layout) []string {
+			return []string{filepath.Join(l.Home, ".codeium", "windsurf", "mcp_config.json")}
+		},
 		Tables: [][]string{{"mcpServers"}},
 	},
 	{

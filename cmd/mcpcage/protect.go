@@ -1,0 +1,551 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpcage/mcpcage/internal/clients"
+	"github.com/mcpcage/mcpcage/internal/home"
+	"github.com/mcpcage/mcpcage/internal/secrets"
+)
+
+func init() { addCommand(newProtectCmd) }
+
+// ProtectOptions are the inputs of `mcpcage protect`.
+type ProtectOptions struct {
+	IO         *IOStreams
+	Layout     clients.Layout
+	ProjectDir string   // project scope: the current directory
+	Clients    []string // --client, empty for all
+	JSON       bool
+	Fix        bool
+	Yes        bool
+	Inspect    bool
+	Exe        string // absolute path of mcpcage written into caged entries
+	Now        func() time.Time
+	// BeforeRename runs just before a changed file is renamed into place.
+	// Only tests set it, to change the file at that moment.
+	BeforeRename func(path string)
+}
+
+// protectBeforeRename is nil in the shipped program; test programs set it.
+var protectBeforeRename func(path string)
+
+func newProtectCmd(io *IOStreams) *cobra.Command {
+	opts := &ProtectOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "protect [--fix [--yes]] [--inspect] [--json] [--client NAME]...",
+		Short: "Show which MCP servers of your clients run without a cage; --fix cages them",
+		Long: `protect reads the MCP configuration of every client installed here (and of
+the project in the current directory) and shows, for each server, whether it
+runs in a cage, how it starts, what it can reach, and any secret written in
+clear text (always redacted). It changes nothing.
+
+With --fix it shows what it is about to change, asks for confirmation, then
+cages the servers started with npx or uvx: their command becomes mcpcage and
+their args "run --name=NAME --env=VAR... -- <the original command>". A backup
+is left next to every file changed; mcpcage unwrap restores the originals.
+
+Clients: ` + strings.Join(clients.IDs(), ", ") + `.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := clients.HostLayout()
+			if err != nil {
+				return withHint(errors.New("cannot find your home directory"), "set HOME")
+			}
+			opts.Layout = l
+			if wd, err := os.Getwd(); err == nil {
+				opts.ProjectDir = wd
+			}
+			if exe, err := os.Executable(); err == nil {
+				opts.Exe = exe
+			}
+			opts.Now = time.Now
+			opts.BeforeRename = protectBeforeRename
+			if opts.Yes && !opts.Fix {
+				return &ExitError{Code: 2, Err: withHint(errors.New("--yes only goes with --fix"), "run `mcpcage protect --fix --yes`")}
+			}
+			if opts.Fix && opts.Inspect {
+				return &ExitError{Code: 2, Err: errors.New("--fix and --inspect cannot be used together: run them one after the other")}
+			}
+			return protectRun(opts)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&opts.Fix, "fix", false, "cage the servers started with npx or uvx (asks first)")
+	f.BoolVar(&opts.Yes, "yes", false, "with --fix: do not ask for confirmation (for scripts)")
+	f.BoolVar(&opts.JSON, "json", false, "print the report as JSON")
+	f.BoolVar(&opts.Inspect, "inspect", false, "also start each cageable server in the cage and show its tools, pin status and scanner findings")
+	f.StringSliceVar(&opts.Clients, "client", nil, "only these clients (`NAME`, repeatable): "+strings.Join(clients.IDs(), ", "))
+	return cmd
+}
+
+// selectClients turns --client values into table entries (nil for all).
+func selectClients(names []string) ([]*clients.Client, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	var out []*clients.Client
+	for _, n := range names {
+		c := clients.Lookup(strings.TrimSpace(n))
+		if c == nil {
+			return nil, &ExitError{Code: 2, Err: withHint(fmt.Errorf("unknown client %q", n), "use one of: %s", strings.Join(clients.IDs(), ", "))}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// fileReport is one configuration file as read now.
+type fileReport struct {
+	File    clients.File
+	Data    []byte
+	Servers []clients.Server
+	Err     error
+}
+
+func readFiles(l clients.Layout, projectDir string, only []*clients.Client) []*fileReport {
+	var out []*fileReport
+	for _, f := range clients.Locate(l, projectDir, only) {
+		r := &fileReport{File: f}
+		r.Data, r.Err = os.ReadFile(f.Path)
+		if r.Err == nil {
+			r.Servers, r.Err = clients.Read(f.Client.Format, r.Data, f.Client.Tables)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func ledgerPath() (string, error) {
+	d, err := home.Sub("protect")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "caged.json"), nil
+}
+
+// Status words shown for a server.
+const (
+	statusCaged    = "caged"
+	statusUncaged  = "uncaged"
+	statusWasCaged = "uncaged (was caged)"
+	statusRemote   = "remote"
+)
+
+// serverJSON is one server in `protect --json`.
+type serverJSON struct {
+	Name     string             `json:"name"`
+	Scope    string             `json:"scope,omitempty"`
+	Status   string             `json:"status"`
+	Caged    bool               `json:"caged"`
+	WasCaged bool               `json:"was_caged"`
+	Kind     clients.Kind       `json:"kind"`
+	Disabled bool               `json:"disabled"`
+	Cageable bool               `json:"cageable"`
+	Command  []string           `json:"command,omitempty"` // redacted
+	URL      string             `json:"url,omitempty"`     // redacted
+	Reach    clients.Reach      `json:"reach"`
+	Secrets  []secrets.Finding  `json:"secrets"`
+	Hint     string             `json:"hint,omitempty"`
+	Inspect  *inspectResultJSON `json:"inspect,omitempty"`
+}
+
+type fileJSON struct {
+	Client  string       `json:"client"`
+	Name    string       `json:"name"`
+	Scope   string       `json:"scope"`
+	Path    string       `json:"path"`
+	Format  string       `json:"format"`
+	Error   string       `json:"error,omitempty"`
+	Servers []serverJSON `json:"servers"`
+}
+
+type summaryJSON struct {
+	Files    int `json:"files"`
+	Servers  int `json:"servers"`
+	Caged    int `json:"caged"`
+	Uncaged  int `json:"uncaged"`
+	Cageable int `json:"cageable"`
+	Remote   int `json:"remote"`
+	Secrets  int `json:"secrets"`
+}
+
+type reportJSON struct {
+	Files   []fileJSON  `json:"files"`
+	Summary summaryJSON `json:"summary"`
+}
+
+func describe(r *fileReport, s clients.Server, ledger *clients.Ledger) serverJSON {
+	j := serverJSON{
+		Name: s.Name, Scope: s.Scope(), Caged: s.Caged(), Kind: s.Kind(), Disabled: s.Disabled,
+		Reach: s.Reach(), Secrets: s.Secrets(),
+	}
+	if j.Secrets == nil {
+		j.Secrets = []secrets.Finding{}
+	}
+	ok, why := s.Cageable()
+	j.Cageable = ok
+	switch {
+	case j.Caged:
+		j.Status = statusCaged
+	case j.Kind == clients.KindRemote:
+		j.Status = statusRemote
+	case ledger != nil && ledger.Has(r.File.Path, s.Where):
+		j.Status, j.WasCaged = statusWasCaged, true
+	default:
+		j.Status = statusUncaged
+	}
+	if !ok && !j.Caged {
+		j.Hint = why
+	}
+	if s.HasCommand {
+		j.Command = append([]string{s.Command}, secrets.RedactArgs(s.Args)...)
+	}
+	if s.URL != "" {
+		j.URL = redactURL(s.URL)
+	}
+	return j
+}
+
+// redactURL keeps a remote address readable without its credentials.
+func redactURL(u string) string {
+	if len(secrets.URL(u)) == 0 {
+		return u
+	}
+	base, _, _ := strings.Cut(u, "?")
+	return base + "?…"
+}
+
+func protectRun(opts *ProtectOptions) error {
+	only, err := selectClients(opts.Clients)
+	if err != nil {
+		return err
+	}
+	reports := readFiles(opts.Layout, opts.ProjectDir, only)
+	var ledger *clients.Ledger
+	if lp, err := ledgerPath(); err == nil {
+		ledger, err = clients.OpenLedger(lp)
+		if err != nil {
+			fmt.Fprintf(opts.IO.ErrOut, "mcpcage: warning: %v\n", err)
+		}
+	}
+	if opts.Fix {
+		return fixRun(opts, reports, ledger)
+	}
+	rep := buildReport(reports, ledger)
+	if opts.Inspect {
+		inspectAll(opts, reports, &rep)
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(rep)
+	}
+	printReport(opts, rep)
+	return nil
+}
+
+func buildReport(reports []*fileReport, ledger *clients.Ledger) reportJSON {
+	rep := reportJSON{Files: []fileJSON{}}
+	for _, r := range reports {
+		fj := fileJSON{Client: r.File.Client.ID, Name: r.File.Client.Name, Scope: r.File.Scope, Path: r.File.Path, Format: r.File.Client.Format.String(), Servers: []serverJSON{}}
+		if r.Err != nil {
+			fj.Error = r.Err.Error()
+		}
+		for _, s := range r.Servers {
+			sj := describe(r, s, ledger)
+			fj.Servers = append(fj.Servers, sj)
+			rep.Summary.Servers++
+			switch sj.Status {
+			case statusCaged:
+				rep.Summary.Caged++
+			case statusRemote:
+				rep.Summary.Remote++
+			default:
+				rep.Summary.Uncaged++
+			}
+			if sj.Cageable {
+				rep.Summary.Cageable++
+			}
+			rep.Summary.Secrets += len(sj.Secrets)
+		}
+		rep.Files = append(rep.Files, fj)
+	}
+	rep.Summary.Files = len(rep.Files)
+	return rep
+}
+
+// tilde shortens a path under the home directory for display.
+func tilde(l clients.Layout, p string) string {
+	if l.Home != "" {
+		if rel, err := filepath.Rel(l.Home, p); err == nil && !strings.HasPrefix(rel, "..") {
+			return filepath.Join("~", rel)
+		}
+	}
+	return p
+}
+
+func quoteArgs(argv []string) string {
+	var parts []string
+	for _, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`!*?[]{}()<>|&;#~") {
+			b, _ := json.Marshal(a)
+			parts = append(parts, string(b))
+		} else {
+			parts = append(parts, a)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func printReport(opts *ProtectOptions, rep reportJSON) {
+	w := opts.IO.Out
+	if len(rep.Files) == 0 {
+		fmt.Fprintln(w, "No MCP client configuration found.")
+		fmt.Fprintf(w, "Looked for: %s.\n", strings.Join(clients.IDs(), ", "))
+		return
+	}
+	for i, f := range rep.Files {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s (%s)  %s\n", f.Name, f.Scope, tilde(opts.Layout, f.Path))
+		if f.Error != "" {
+			fmt.Fprintf(w, "  cannot read it: %s\n", f.Error)
+			continue
+		}
+		if len(f.Servers) == 0 {
+			fmt.Fprintln(w, "  no MCP servers")
+		}
+		for _, s := range f.Servers {
+			name := s.Name
+			if s.Scope != "" {
+				name += "  [" + s.Scope + "]"
+			}
+			dis := ""
+			if s.Disabled {
+				dis = " (disabled)"
+			}
+			fmt.Fprintf(w, "  %-22s %-13s %s%s\n", strings.ToUpper(s.Status[:1])+s.Status[1:], name, s.Kind, dis)
+			switch {
+			case s.URL != "":
+				fmt.Fprintf(w, "      url: %s\n", s.URL)
+			case len(s.Command) > 0:
+				fmt.Fprintf(w, "      runs: %s\n", quoteArgs(s.Command))
+			}
+			fmt.Fprintf(w, "      reaches: %s\n", reachText(s))
+			for _, sec := range s.Secrets {
+				fmt.Fprintf(w, "      ! secret in clear text: %s (%s %s)\n", sec.Where, sec.Kind, sec.Redacted)
+			}
+			if s.Hint != "" && s.Status != statusCaged && s.Status != statusRemote {
+				fmt.Fprintf(w, "      hint: %s\n", s.Hint)
+			}
+			if s.Inspect != nil {
+				printInspect(w, s.Inspect)
+			}
+		}
+	}
+	sm := rep.Summary
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%s in %s: %d caged, %d uncaged, %d remote.", countOf(sm.Servers, "server"), countOf(sm.Files, "file"), sm.Caged, sm.Uncaged, sm.Remote)
+	if sm.Secrets > 0 {
+		fmt.Fprintf(w, " %s written in clear text.", countOf(sm.Secrets, "secret"))
+	}
+	fmt.Fprintln(w)
+	if sm.Cageable > 0 {
+		fmt.Fprintf(w, "%d can be caged: run `mcpcage protect --fix`.\n", sm.Cageable)
+	}
+}
+
+func countOf(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func reachText(s serverJSON) string {
+	var parts []string
+	if s.Kind == clients.KindRemote && !s.Caged {
+		parts = append(parts, "runs elsewhere; receives what the assistant sends it")
+	} else {
+		if s.Reach.Home {
+			parts = append(parts, "your whole home directory")
+		}
+		if s.Reach.Network {
+			parts = append(parts, "the network")
+		} else {
+			parts = append(parts, "no network")
+		}
+		if s.Caged && len(s.Reach.Mounts) > 0 {
+			parts = append(parts, "folders "+strings.Join(s.Reach.Mounts, ", "))
+		}
+	}
+	if len(s.Reach.Env) > 0 {
+		parts = append(parts, "env "+strings.Join(s.Reach.Env, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// planFile is one file an edit changes.
+type planFile struct {
+	report  *fileReport
+	after   []byte
+	changes []clients.Change
+}
+
+func plan(reports []*fileReport, op clients.Op, exe string, errOut *fileErrors) []*planFile {
+	var out []*planFile
+	for _, r := range reports {
+		if r.Err != nil {
+			errOut.add(r.File.Path, r.Err)
+			continue
+		}
+		after, changes, err := clients.Edit(r.File.Client.Format, r.Data, r.File.Client.Tables, op, exe, nil)
+		if err != nil {
+			errOut.add(r.File.Path, err)
+			continue
+		}
+		if len(changes) > 0 {
+			out = append(out, &planFile{report: r, after: after, changes: changes})
+		}
+	}
+	return out
+}
+
+type fileErrors struct{ lines []string }
+
+func (e *fileErrors) add(path string, err error) {
+	e.lines = append(e.lines, fmt.Sprintf("%s: %v", path, err))
+}
+
+func printPlan(opts *ProtectOptions, plans []*planFile, verb string) {
+	w := opts.IO.Out
+	for _, p := range plans {
+		fmt.Fprintf(w, "%s (%s)  %s\n", p.report.File.Client.Name, p.report.File.Scope, tilde(opts.Layout, p.report.File.Path))
+		for _, c := range p.changes {
+			name := c.Before.Name
+			if sc := c.Before.Scope(); sc != "" {
+				name += "  [" + sc + "]"
+			}
+			fmt.Fprintf(w, "  %s %s\n", verb, name)
+			fmt.Fprintf(w, "      before: %s\n", quoteArgs(append([]string{c.Before.Command}, secrets.RedactArgs(c.Before.Args)...)))
+			fmt.Fprintf(w, "      after:  %s\n", quoteArgs(append([]string{c.After.Command}, secrets.RedactArgs(c.After.Args)...)))
+		}
+	}
+}
+
+// confirm asks on a terminal; without one it refuses unless --yes was given.
+func confirm(opts *ProtectOptions, yes bool, question, yesFlagCmd string) error {
+	if yes {
+		return nil
+	}
+	if !opts.IO.InTTY {
+		return &ExitError{Code: 2, Err: withHint(errors.New("not changing any file without confirmation, and there is no terminal to ask on"), "run `%s` to confirm from a script", yesFlagCmd)}
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "%s [y/N] ", question)
+	line, _ := bufio.NewReader(opts.IO.In).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return nil
+	}
+	return &ExitError{Code: 1, Err: errors.New("cancelled: nothing was written")}
+}
+
+// apply writes every planned file and records the result in the ledger.
+func apply(opts *ProtectOptions, plans []*planFile, ledger *clients.Ledger, caged bool) (written, entries int, failed []string) {
+	for _, p := range plans {
+		path := p.report.File.Path
+		var hook func()
+		if opts.BeforeRename != nil {
+			hook = func() { opts.BeforeRename(path) }
+		}
+		backup, err := clients.Write(path, p.report.Data, p.after, opts.Now(), hook)
+		if err != nil {
+			if errors.Is(err, clients.ErrChanged) {
+				failed = append(failed, fmt.Sprintf("%s changed after it was read (a client may have rewritten it); nothing was written to it", path))
+			} else {
+				failed = append(failed, fmt.Sprintf("cannot write %s: %v", path, err))
+			}
+			continue
+		}
+		written++
+		entries += len(p.changes)
+		fmt.Fprintf(opts.IO.Out, "wrote %s (backup: %s)\n", tilde(opts.Layout, path), filepath.Base(backup))
+		if ledger != nil {
+			for _, c := range p.changes {
+				ledger.Set(path, c.Before.Where, caged)
+			}
+		}
+	}
+	if ledger != nil && written > 0 {
+		if err := ledger.Save(); err != nil {
+			fmt.Fprintf(opts.IO.ErrOut, "mcpcage: warning: cannot record the caged entries: %v\n", err)
+		}
+	}
+	return written, entries, failed
+}
+
+func fixRun(opts *ProtectOptions, reports []*fileReport, ledger *clients.Ledger) error {
+	if opts.Exe == "" || !filepath.IsAbs(opts.Exe) {
+		return errors.New("cannot find the absolute path of the mcpcage program")
+	}
+	var errs fileErrors
+	plans := plan(reports, clients.OpFix, opts.Exe, &errs)
+	w := opts.IO.Out
+	for _, l := range errs.lines {
+		fmt.Fprintf(opts.IO.ErrOut, "mcpcage: warning: left as it is: %s\n", l)
+	}
+	// What stays uncaged, and why, so nobody believes everything is caged.
+	left := 0
+	for _, r := range reports {
+		for _, s := range r.Servers {
+			if ok, why := s.Cageable(); !ok && !s.Caged() {
+				if left == 0 {
+					fmt.Fprintln(w, "Left as they are:")
+				}
+				left++
+				fmt.Fprintf(w, "  %s  %s (%s): %s\n", tilde(opts.Layout, r.File.Path), s.Name, s.Kind(), why)
+			}
+		}
+	}
+	if left > 0 {
+		fmt.Fprintln(w)
+	}
+	if len(plans) == 0 {
+		fmt.Fprintln(w, "Nothing to cage: no uncaged server started with npx or uvx.")
+		if len(errs.lines) > 0 {
+			return &ExitError{Code: 1}
+		}
+		return nil
+	}
+	printPlan(opts, plans, "cage")
+	n := 0
+	for _, p := range plans {
+		n += len(p.changes)
+	}
+	if err := confirm(opts, opts.Yes, fmt.Sprintf("Cage %s in %s?", countOf(n, "server"), countOf(len(plans), "file")), "mcpcage protect --fix --yes"); err != nil {
+		return err
+	}
+	written, entries, failed := apply(opts, plans, ledger, true)
+	if written > 0 {
+		fmt.Fprintf(w, "Caged %s in %s. Restart the clients to start them caged; `mcpcage unwrap` restores them.\n", countOf(entries, "server"), countOf(written, "file"))
+	}
+	if len(failed) > 0 {
+		for _, f := range failed[:len(failed)-1] {
+			fmt.Fprintf(opts.IO.ErrOut, "mcpcage: error: %s\n", f)
+		}
+		return withHint(errors.New(failed[len(failed)-1]), "run `mcpcage protect --fix` again")
+	}
+	return nil
+}

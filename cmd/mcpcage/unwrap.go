@@ -1,0 +1,95 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpcage/mcpcage/internal/clients"
+)
+
+func init() { addCommand(newUnwrapCmd) }
+
+// UnwrapOptions are the inputs of `mcpcage unwrap`.
+type UnwrapOptions struct {
+	ProtectOptions
+}
+
+func newUnwrapCmd(io *IOStreams) *cobra.Command {
+	opts := &UnwrapOptions{ProtectOptions{IO: io}}
+	cmd := &cobra.Command{
+		Use:   "unwrap [--client NAME]... [--yes]",
+		Short: "Restore the original command of every caged server in your clients' configurations",
+		Long: `unwrap puts back the command and args that protect --fix replaced, in every
+client configuration (or only those of --client). It needs nothing but the
+caged entry itself: the original command is what follows "--" in its args,
+so it works without backups, and it leaves alone any other change made to
+the file since. A file that was only caged and unwrapped is byte for byte
+what it was.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := clients.HostLayout()
+			if err != nil {
+				return withHint(errors.New("cannot find your home directory"), "set HOME")
+			}
+			opts.Layout = l
+			if wd, err := os.Getwd(); err == nil {
+				opts.ProjectDir = wd
+			}
+			opts.Now = time.Now
+			opts.BeforeRename = protectBeforeRename
+			return unwrapRun(opts)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation (for scripts)")
+	f.StringSliceVar(&opts.Clients, "client", nil, "only these clients (`NAME`, repeatable): "+strings.Join(clients.IDs(), ", "))
+	return cmd
+}
+
+func unwrapRun(opts *UnwrapOptions) error {
+	only, err := selectClients(opts.Clients)
+	if err != nil {
+		return err
+	}
+	reports := readFiles(opts.Layout, opts.ProjectDir, only)
+	var ledger *clients.Ledger
+	if lp, err := ledgerPath(); err == nil {
+		if ledger, err = clients.OpenLedger(lp); err != nil {
+			fmt.Fprintf(opts.IO.ErrOut, "mcpcage: warning: %v\n", err)
+		}
+	}
+	var errs fileErrors
+	plans := plan(reports, clients.OpUnwrap, "", &errs)
+	for _, l := range errs.lines {
+		fmt.Fprintf(opts.IO.ErrOut, "mcpcage: warning: left as it is: %s\n", l)
+	}
+	w := opts.IO.Out
+	if len(plans) == 0 {
+		fmt.Fprintln(w, "Nothing to unwrap: no caged server found.")
+		return nil
+	}
+	printPlan(&opts.ProtectOptions, plans, "unwrap")
+	n := 0
+	for _, p := range plans {
+		n += len(p.changes)
+	}
+	if err := confirm(&opts.ProtectOptions, opts.Yes, fmt.Sprintf("Restore %s in %s?", countOf(n, "server"), countOf(len(plans), "file")), "mcpcage unwrap --yes"); err != nil {
+		return err
+	}
+	written, entries, failed := apply(&opts.ProtectOptions, plans, ledger, false)
+	if written > 0 {
+		fmt.Fprintf(w, "Restored %s in %s. Restart the clients to start them uncaged.\n", countOf(entries, "server"), countOf(written, "file"))
+	}
+	if len(failed) > 0 {
+		for _, f := range failed[:len(failed)-1] {
+			fmt.Fprintf(opts.IO.ErrOut, "mcpcage: error: %s\n", f)
+		}
+		return withHint(errors.New(failed[len(failed)-1]), "run `mcpcage unwrap` again")
+	}
+	return nil
+}
