@@ -52,15 +52,3 @@ func Fingerprint(key []byte, server, tool string, arguments []byte) string {
 	m.Write(canon)
 	return hex.EncodeToString(m.Sum(nil))
 }
-
-// DefinitionHash is the hash the audit log records for a tool definition:
-// SHA-256 of its RFC 8785 canonical JSON, hex encoded ("" when the definition
-// is not valid JSON).
-func DefinitionHash(def []byte) string {
-	v := jsontext.Value(append([]byte(nil), def...))
-	if err := v.Canonicalize(); err != nil {
-		return ""
-	}
-	s := sha256.Sum256(v)
-	return hex.EncodeToString(s[:])
-}

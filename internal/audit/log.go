@@ -526,3 +526,16 @@ func (l *Log) hashAt(h head) func(seq uint64) (string, error) {
 		return "", fmt.Errorf("record %d not found", seq)
 	}
 }
+
+// Head reads the log's last record under the lock and returns its sequence
+// number (0 for an empty log); an error means appends would fail.
+func (l *Log) Head() (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.lock.Lock(); err != nil {
+		return 0, err
+	}
+	defer l.lock.Unlock()
+	h, err := l.readHead()
+	return h.seq, err
+}

@@ -1,0 +1,458 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpcage/mcpcage/internal/audit"
+)
+
+func init() { addCommand(newAuditCmd) }
+
+func newAuditCmd(io *IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Check and read the chained audit log",
+		Long: `The audit log records every session, pin, drift, approval and tool call
+(tool name and a keyed fingerprint of the arguments, never their values).
+Each record holds the hash of the one before it and a MAC; a signed
+checkpoint guards the end. See docs/audit.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newAuditVerifyCmd(io, nil), newAuditShowCmd(io, nil), newAuditTailCmd(io, nil))
+	return cmd
+}
+
+// auditPaths resolves the user's log and key directories.
+func auditPaths() (audit.Options, error) {
+	return audit.DefaultOptions()
+}
+
+// AuditVerifyOptions are the inputs of `mcpcage audit verify`.
+type AuditVerifyOptions struct {
+	IO     *IOStreams
+	Dir    string
+	KeyDir string
+	Anchor string
+	JSON   bool
+}
+
+func newAuditVerifyCmd(io *IOStreams, runF func(*AuditVerifyOptions) error) *cobra.Command {
+	opts := &AuditVerifyOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "verify [--json] [--anchor FILE]",
+		Short: "Recompute every hash and MAC and check the signed checkpoint",
+		Long: `Verify recomputes the hash and MAC of every record, checks the sequence,
+the signed checkpoint and, when one is set, the anchor, and names the first
+bad record: file, line and what is wrong (modified, deleted, inserted,
+reordered, truncated, rewritten, forked, rolled back). A torn last line left
+by a crash is reported as such, not as tampering.
+
+Exit status: 0 when the log is intact, 1 when it is not (or cannot be checked).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o, err := auditPaths()
+			if err != nil {
+				return err
+			}
+			opts.Dir, opts.KeyDir = o.Dir, o.KeyDir
+			if !cmd.Flags().Changed("anchor") {
+				opts.Anchor = o.Anchor
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return auditVerifyRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the report as JSON")
+	cmd.Flags().StringVar(&opts.Anchor, "anchor", "", "also check the log against the checkpoint in this `file` (default $"+audit.EnvAnchor+")")
+	return cmd
+}
+
+func auditVerifyRun(opts *AuditVerifyOptions) error {
+	out := opts.IO.Out
+	files, err := audit.Files(opts.Dir)
+	if err != nil {
+		return err
+	}
+	_, keyErr := audit.LoadKeys(opts.KeyDir)
+	_, cpErr := os.Stat(opts.Dir + "/" + audit.CheckpointName)
+	if errors.Is(keyErr, audit.ErrNoKey) {
+		if len(files) == 0 && cpErr != nil {
+			if opts.JSON {
+				return writeJSON(out, &audit.Report{OK: true, Files: []string{}})
+			}
+			fmt.Fprintf(out, "the audit log is empty: no records in %s yet\n", opts.Dir)
+			return nil
+		}
+		return &ExitError{Code: 1, Err: withHint(fmt.Errorf("%v: the audit log in %s cannot be verified", keyErr, opts.Dir),
+			"the key is made with the log and never leaves %s; without it no record can be checked", opts.KeyDir)}
+	}
+	r, err := audit.Verify(audit.VerifyOptions{Dir: opts.Dir, KeyDir: opts.KeyDir, Anchor: opts.Anchor})
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	if opts.JSON {
+		if err := writeJSON(out, r); err != nil {
+			return err
+		}
+	} else {
+		printVerifyReport(opts.IO, r)
+	}
+	if !r.OK {
+		return &ExitError{Code: 1}
+	}
+	return nil
+}
+
+func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+func plural(n uint64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func printVerifyReport(io *IOStreams, r *audit.Report) {
+	out := io.Out
+	if !r.OK {
+		fmt.Fprintln(out, "audit log NOT intact")
+		p := r.Problem
+		where := p.File
+		if p.Line > 0 {
+			where = fmt.Sprintf("%s line %d", p.File, p.Line)
+		}
+		if where != "" {
+			fmt.Fprintf(out, "  first bad record: %s\n", where)
+		}
+		fmt.Fprintf(out, "  %s: %s\n", p.Kind, p.Message)
+		return
+	}
+	if r.Records == 0 {
+		fmt.Fprintln(out, "audit log intact: no records yet")
+	} else {
+		fmt.Fprintf(out, "audit log intact: %s in %s, head %s\n", plural(r.Records, "record", "records"),
+			plural(uint64(len(r.Files)), "file", "files"), r.Head[:16])
+	}
+	if c := r.Checkpoint; c != nil {
+		fmt.Fprintf(out, "  checkpoint: %s, signed %s\n", plural(c.Records, "record", "records"), c.Time.UTC().Format(time.RFC3339))
+	}
+	if c := r.Anchor; c != nil {
+		fmt.Fprintf(out, "  anchor %s: %s, signed %s\n", r.AnchorPath, plural(c.Records, "record", "records"), c.Time.UTC().Format(time.RFC3339))
+	} else {
+		fmt.Fprintf(out, "  no anchor set: a rollback of both the log and its checkpoint to an older copy cannot be seen (see --anchor)\n")
+	}
+	if r.Unanchored > 0 {
+		fmt.Fprintf(out, "  %s after the checkpoint (a session still running, or one that crashed): a cut there would not be seen\n",
+			plural(r.Unanchored, "record", "records"))
+	}
+	for _, rc := range r.Recoveries {
+		fmt.Fprintf(out, "  recovery: record %d (%s line %d) cut a torn write of %d bytes left by a crash\n", rc.Seq, rc.File, rc.Line, rc.TornBytes)
+	}
+	if t := r.Torn; t != nil {
+		fmt.Fprintf(out, "  torn: %s line %d is an incomplete write of %d bytes (a crash while writing, not tampering); the next record written cuts it and records a recovery\n",
+			t.File, t.Line, t.Bytes)
+	}
+}
+
+// AuditShowOptions are the inputs of `mcpcage audit show`.
+type AuditShowOptions struct {
+	IO     *IOStreams
+	Dir    string
+	Server string
+	Since  time.Time
+	Kind   string
+	JSON   bool
+}
+
+func newAuditShowCmd(io *IOStreams, runF func(*AuditShowOptions) error) *cobra.Command {
+	opts := &AuditShowOptions{IO: io}
+	var since string
+	cmd := &cobra.Command{
+		Use:   "show [--server NAME] [--since TIME] [--kind KIND] [--json]",
+		Short: "Print the records of the audit log",
+		Long: `Show prints the audit log's records, oldest first. It does not check them:
+run mcpcage audit verify for that. With --json it prints the records' exact
+lines (JSON Lines).
+
+--since takes an RFC 3339 time (2026-01-02T15:04:05Z), a date (2026-01-02)
+or a duration back from now (90m, 24h).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o, err := auditPaths()
+			if err != nil {
+				return err
+			}
+			opts.Dir = o.Dir
+			if since != "" {
+				t, err := parseSince(since, time.Now())
+				if err != nil {
+					return &ExitError{Code: 2, Err: err}
+				}
+				opts.Since = t
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return auditShowRun(opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Server, "server", "", "only records of the server `NAME`")
+	cmd.Flags().StringVar(&since, "since", "", "only records from `TIME` on")
+	cmd.Flags().StringVar(&opts.Kind, "kind", "", "only records of this `kind` (session_start, call, blocked, pin, drift, approve, session_end, recovery)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the exact record lines (JSON Lines)")
+	return cmd
+}
+
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("--since %q: want an RFC 3339 time, a date (2006-01-02) or a duration (24h)", s)
+}
+
+func auditShowRun(opts *AuditShowOptions) error {
+	out := opts.IO.Out
+	n := 0
+	err := audit.Scan(opts.Dir, func(file string, line int, rec *audit.Record, err error) error {
+		if err != nil {
+			if !opts.JSON {
+				fmt.Fprintf(out, "%s line %d: not a record (run mcpcage audit verify)\n", file, line)
+			}
+			return nil
+		}
+		if !showMatch(opts, rec) {
+			return nil
+		}
+		n++
+		if opts.JSON {
+			_, err := out.Write(append(append([]byte(nil), rec.Line...), '\n'))
+			return err
+		}
+		_, err = fmt.Fprintln(out, formatRecord(rec))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if n == 0 && !opts.JSON {
+		fmt.Fprintln(opts.IO.ErrOut, "no matching records")
+	}
+	return nil
+}
+
+func showMatch(opts *AuditShowOptions, rec *audit.Record) bool {
+	if !opts.Since.IsZero() && rec.Time.Before(opts.Since) {
+		return false
+	}
+	if opts.Kind != "" && rec.Kind != opts.Kind {
+		return false
+	}
+	if opts.Server != "" {
+		var f struct {
+			Server string `json:"server"`
+		}
+		_ = json.Unmarshal(rec.Fields, &f)
+		if f.Server != opts.Server {
+			return false
+		}
+	}
+	return true
+}
+
+// formatRecord is the one-line human form of a record.
+func formatRecord(rec *audit.Record) string {
+	var f map[string]any
+	d := json.NewDecoder(bytes.NewReader(rec.Fields))
+	d.UseNumber()
+	_ = d.Decode(&f)
+	str := func(k string) string {
+		if v, ok := f[k]; ok && v != nil {
+			return fmt.Sprint(v)
+		}
+		return ""
+	}
+	short := func(k string) string {
+		s := str(k)
+		if len(s) > 12 {
+			s = s[:12]
+		}
+		return s
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s #%-5d %-13s", rec.Time.UTC().Format(time.RFC3339), rec.Seq, rec.Kind)
+	if s := str("server"); s != "" {
+		fmt.Fprintf(&b, " %s", s)
+	}
+	switch rec.Kind {
+	case "call":
+		fmt.Fprintf(&b, " %s %s", str("tool"), str("outcome"))
+		if c := str("code"); c != "" {
+			fmt.Fprintf(&b, " %s", c)
+		}
+		if n, ok := f["dur_us"].(json.Number); ok {
+			us, _ := n.Int64()
+			fmt.Fprintf(&b, " %s", (time.Duration(us) * time.Microsecond).Round(time.Microsecond*100))
+		}
+		fmt.Fprintf(&b, " args=%s", short("args"))
+		if s := short("def"); s != "" {
+			fmt.Fprintf(&b, " def=%s", s)
+		}
+		if s := str("findings"); s != "" {
+			fmt.Fprintf(&b, " findings=%s", s)
+		}
+		if s := str("by"); s == "mcpcage" {
+			b.WriteString(" (answered by mcpcage)")
+		}
+	case "session_start":
+		if l, ok := f["launch"].(map[string]any); ok {
+			what := fmt.Sprint(l["kind"])
+			if p, ok := l["package"]; ok {
+				what += " " + fmt.Sprint(p)
+				if v, ok := l["version"]; ok {
+					what += "@" + fmt.Sprint(v)
+				}
+			}
+			if img, ok := l["image_digest"]; ok {
+				what += " image " + fmt.Sprint(img)
+			}
+			fmt.Fprintf(&b, " %s", what)
+		}
+		fmt.Fprintf(&b, " protocol=%s mcpcage=%s", str("protocol"), str("mcpcage"))
+	case "session_end":
+		fmt.Fprintf(&b, " exit=%s calls=%s", str("exit"), str("calls"))
+	case "recovery":
+		fmt.Fprintf(&b, " cut a torn write of %s bytes at %s offset %s", str("torn_bytes"), str("file"), str("offset"))
+	default:
+		keys := make([]string, 0, len(f))
+		for k := range f {
+			if k != "server" && k != "session" {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v, _ := json.Marshal(f[k])
+			fmt.Fprintf(&b, " %s=%s", k, v)
+		}
+	}
+	return b.String()
+}
+
+// AuditTailOptions are the inputs of `mcpcage audit tail`.
+type AuditTailOptions struct {
+	IO     *IOStreams
+	Dir    string
+	Lines  int
+	Follow bool
+	JSON   bool
+	// Poll is how often -f looks for new records.
+	Poll time.Duration
+}
+
+func newAuditTailCmd(io *IOStreams, runF func(context.Context, *AuditTailOptions) error) *cobra.Command {
+	opts := &AuditTailOptions{IO: io, Poll: 200 * time.Millisecond}
+	cmd := &cobra.Command{
+		Use:   "tail [-n N] [-f] [--json]",
+		Short: "Print the last records of the audit log, and with -f new ones as they come",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o, err := auditPaths()
+			if err != nil {
+				return err
+			}
+			opts.Dir = o.Dir
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if runF != nil {
+				return runF(ctx, opts)
+			}
+			return auditTailRun(ctx, opts)
+		},
+	}
+	cmd.Flags().IntVarP(&opts.Lines, "lines", "n", 10, "how many of the last records to print first")
+	cmd.Flags().BoolVarP(&opts.Follow, "follow", "f", false, "keep printing records as they are written, until interrupted")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the exact record lines (JSON Lines)")
+	return cmd
+}
+
+func auditTailRun(ctx context.Context, opts *AuditTailOptions) error {
+	// Take the follow position first, so no record falls between the two.
+	fol, err := audit.NewFollower(opts.Dir)
+	if err != nil {
+		return err
+	}
+	var last []*audit.Record
+	if opts.Lines > 0 {
+		err = fol.ScanBefore(func(file string, line int, rec *audit.Record, err error) error {
+			if rec == nil {
+				return nil
+			}
+			last = append(last, rec)
+			if len(last) > opts.Lines {
+				last = last[1:]
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	show := func(rec *audit.Record) {
+		if opts.JSON {
+			opts.IO.Out.Write(append(append([]byte(nil), rec.Line...), '\n'))
+			return
+		}
+		fmt.Fprintln(opts.IO.Out, formatRecord(rec))
+	}
+	for _, rec := range last {
+		show(rec)
+	}
+	if !opts.Follow {
+		return nil
+	}
+	t := time.NewTicker(opts.Poll)
+	defer t.Stop()
+	for {
+		lines, err := fol.Next()
+		if err != nil {
+			return err
+		}
+		for _, l := range lines {
+			if rec, err := audit.ParseLine(l); err == nil {
+				show(rec)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/spf13/pflag"
+
+	"github.com/mcpcage/mcpcage/internal/audit"
+	"github.com/mcpcage/mcpcage/internal/jsonrpc"
+	"github.com/mcpcage/mcpcage/internal/pin"
+	"github.com/mcpcage/mcpcage/internal/proxy"
+)
+
+// The audit run flags. Package variables because run extensions register
+// flags before a session exists.
+var (
+	auditAnchorFlag    string
+	auditAnchorCmdFlag string
+)
+
+// auditFindings counts the scanner's findings in a tools/call result; nil
+// records no count. Set where the scanner is wired in.
+var auditFindings func(result []byte) int
+
+// auditDefinitionHash is the "def" of a call record: SHA-256 of the pin
+// canonical form of the tool's definition, so it matches what was pinned.
+func auditDefinitionHash(def []byte) string {
+	c, err := pin.Canonical(def)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:])
+}
+
+func init() {
+	addRunExtension(runExtension{
+		Order: 30,
+		Flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&auditAnchorFlag, "audit-anchor", "", "copy every audit checkpoint to this `file` (on another device); default $"+audit.EnvAnchor)
+			fs.StringVar(&auditAnchorCmdFlag, "audit-anchor-cmd", "", "pipe every audit checkpoint to this shell `command`; default $"+audit.EnvAnchorCommand)
+		},
+		Policy: newAuditPolicy,
+	})
+}
+
+// auditPolicy writes the session's audit records. It never changes a
+// message: Inspect forwards everything, and the records come from Observe,
+// which sees each message's final outcome before it is delivered, so a call
+// record is on disk before its response reaches the client.
+type auditPolicy struct {
+	log     *audit.Log
+	rc      *RunContext
+	session string
+	start   time.Time
+
+	mu      sync.Mutex
+	started bool
+	ended   bool
+	pending map[string]pendingCall // by request id Key()
+	defs    map[string]string      // tool name -> definition hash, from the last tools/list
+	calls   int
+	failed  bool
+}
+
+type pendingCall struct {
+	start time.Time
+	tool  string
+	args  string
+	def   string
+}
+
+func newAuditPolicy(rc *RunContext) (proxy.Policy, error) {
+	opts, err := audit.DefaultOptions()
+	if err != nil {
+		return nil, err
+	}
+	if auditAnchorFlag != "" {
+		opts.Anchor = auditAnchorFlag
+	}
+	if auditAnchorCmdFlag != "" {
+		opts.AnchorCommand = auditAnchorCmdFlag
+	}
+	errOut := rc.IO.ErrOut
+	opts.Warn = func(err error) { fmt.Fprintf(errOut, "mcpcage: audit: warning: %v\n", err) }
+	l, err := audit.Open(opts)
+	if err != nil {
+		return nil, withHint(fmt.Errorf("cannot open the audit log: %w", err), "check that %s is writable", opts.Dir)
+	}
+	// Refuse to start on a log whose end cannot be read: records written
+	// after it could not be chained.
+	if _, err := l.Head(); err != nil {
+		l.Close()
+		return nil, withHint(err, "run `mcpcage audit verify` to see what is wrong with the audit log")
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	return &auditPolicy{
+		log: l, rc: rc, session: hex.EncodeToString(id[:]), start: time.Now(),
+		pending: map[string]pendingCall{}, defs: map[string]string{},
+	}, nil
+}
+
+func (p *auditPolicy) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event) proxy.Verdict {
+	return proxy.Verdict{Action: proxy.Forward}
+}
+
+// append writes a record; a failure is reported once on stderr (the
+// message flow cannot be stopped from Observe).
+func (p *auditPolicy) append(kind string, fields map[string]any) {
+	if _, err := p.log.Append(kind, fields); err != nil {
+		p.mu.Lock()
+		first := !p.failed
+		p.failed = true
+		p.mu.Unlock()
+		if first {
+			fmt.Fprintf(p.rc.IO.ErrOut, "mcpcage: audit: error: %v\n", err)
+		}
+	}
+}
+
+func (p *auditPolicy) SessionStart(ctx context.Context, s *proxy.Session) {}
+
+// ensureStarted writes session_start before the first other record; it
+// waits for the initialize response when it can, to carry the protocol
+// version.
+func (p *auditPolicy) ensureStarted(protocol string) {
+	p.mu.Lock()
+	if p.started {
+		p.mu.Unlock()
+		return
+	}
+	p.started = true
+	p.mu.Unlock()
+	l := p.rc.Launch
+	argv, _ := json.Marshal(l.Argv)
+	launchFields := map[string]any{"kind": l.Kind, "argc": len(l.Argv),
+		// The server's argv may hold tokens: only a keyed fingerprint.
+		"argv_fp": p.log.Fingerprint(p.rc.Name, "(argv)", argv)}
+	for k, v := range map[string]string{"package": l.Package, "version": l.Version, "image": l.Image, "image_digest": l.ImageDigest} {
+		if v != "" {
+			launchFields[k] = v
+		}
+	}
+	p.append("session_start", map[string]any{
+		"session": p.session, "server": p.rc.Name, "launch": launchFields,
+		"mcpcage": version, "protocol": protocol, "pid": os.Getpid(),
+	})
+}
+
+func (p *auditPolicy) Observe(ctx context.Context, s *proxy.Session, ev *proxy.Event, v proxy.Verdict) {
+	m := ev.Msg
+	switch {
+	case ev.Dir == proxy.ClientToServer && m.Kind == jsonrpc.KindRequest && m.Method == "tools/call":
+		p.observeCall(ev, v)
+	case ev.Dir == proxy.ClientToServer && m.Kind == jsonrpc.KindRequest && v.Action == proxy.Reply:
+		// Lists may be answered by the pin policy from what it checked.
+		r, err := jsonrpc.Parse(v.Message)
+		switch {
+		case err != nil:
+		case r.Error != nil && r.Error.Code == jsonrpc.CodeBlocked:
+			p.blocked(m.Method, r.Error.Code)
+		case m.Method == "tools/list" && r.Result != nil:
+			p.learnDefinitions(r.Result)
+		}
+	case ev.Dir == proxy.ServerToClient && m.Kind == jsonrpc.KindResponse:
+		final := m
+		if v.Action == proxy.Replace {
+			if r, err := jsonrpc.Parse(v.Message); err == nil {
+				final = r
+			}
+		}
+		switch ev.Method {
+		case "initialize":
+			p.ensureStarted(protocolOf(final.Result, s))
+		case "tools/list":
+			p.learnDefinitions(final.Result)
+		case "tools/call":
+			p.mu.Lock()
+			c, ok := p.pending[m.ID.Key()]
+			delete(p.pending, m.ID.Key())
+			p.mu.Unlock()
+			if ok {
+				p.writeCall(c, final, "server")
+			}
+			return
+		}
+		if v.Action == proxy.Replace && final.Error != nil && final.Error.Code == jsonrpc.CodeBlocked {
+			p.blocked(ev.Method, final.Error.Code)
+		}
+	}
+}
+
+func protocolOf(result []byte, s *proxy.Session) string {
+	var r struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if json.Unmarshal(result, &r, json.RejectUnknownMembers(false)) == nil && r.ProtocolVersion != "" && len(r.ProtocolVersion) <= 64 {
+		return r.ProtocolVersion
+	}
+	return s.ProtocolVersion()
+}
+
+func (p *auditPolicy) observeCall(ev *proxy.Event, v proxy.Verdict) {
+	var params struct {
+		Name      string         `json:"name"`
+		Arguments jsontext.Value `json:"arguments"`
+	}
+	_ = json.Unmarshal(ev.Msg.Params, &params, json.RejectUnknownMembers(false))
+	tool := clip(params.Name, 256)
+	p.mu.Lock()
+	def := p.defs[params.Name]
+	p.mu.Unlock()
+	c := pendingCall{start: time.Now(), tool: tool, def: def,
+		args: p.log.Fingerprint(p.rc.Name, params.Name, params.Arguments)}
+	switch v.Action {
+	case proxy.Forward, proxy.Replace:
+		p.mu.Lock()
+		p.pending[ev.Msg.ID.Key()] = c
+		p.mu.Unlock()
+	case proxy.Reply:
+		reply, err := jsonrpc.Parse(v.Message)
+		if err != nil {
+			reply = &jsonrpc.Message{Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError}}
+		}
+		p.writeCall(c, reply, "mcpcage")
+	case proxy.Drop:
+		p.writeCall(c, nil, "mcpcage")
+	}
+}
+
+// learnDefinitions keeps each listed tool's definition hash, so a call
+// record says which definition the model saw when it made the call.
+func (p *auditPolicy) learnDefinitions(result []byte) {
+	var r struct {
+		Tools []jsontext.Value `json:"tools"`
+	}
+	if json.Unmarshal(result, &r, json.RejectUnknownMembers(false)) != nil {
+		return
+	}
+	defs := map[string]string{}
+	for _, t := range r.Tools {
+		var n struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(t, &n, json.RejectUnknownMembers(false)) == nil {
+			defs[n.Name] = auditDefinitionHash(t)
+		}
+	}
+	p.mu.Lock()
+	p.defs = defs
+	p.mu.Unlock()
+}
+
+// writeCall records one tools/call with its outcome: "ok", "is_error" (the
+// tool reported a failure), "error" (a JSON-RPC error, with its code),
+// "dropped" or "unanswered". by says who answered: the server or mcpcage.
+func (p *auditPolicy) writeCall(c pendingCall, final *jsonrpc.Message, by string) {
+	p.ensureStarted("")
+	f := map[string]any{
+		"session": p.session, "server": p.rc.Name, "tool": c.tool, "args": c.args,
+		"by": by, "dur_us": time.Since(c.start).Microseconds(),
+	}
+	if c.def != "" {
+		f["def"] = c.def
+	}
+	switch {
+	case final == nil && by == "mcpcage":
+		f["outcome"] = "dropped"
+	case final == nil:
+		f["outcome"] = "unanswered"
+	case final.Error != nil:
+		f["outcome"] = "error"
+		f["code"] = final.Error.Code
+	default:
+		var r struct {
+			IsError bool `json:"isError"`
+		}
+		_ = json.Unmarshal(final.Result, &r, json.RejectUnknownMembers(false))
+		f["outcome"] = "ok"
+		if r.IsError {
+			f["outcome"] = "is_error"
+		}
+		if auditFindings != nil {
+			f["findings"] = auditFindings(final.Result)
+		}
+	}
+	p.mu.Lock()
+	p.calls++
+	p.mu.Unlock()
+	p.append("call", f)
+}
+
+// blocked records a response mcpcage replaced with an error (a tools/list
+// refused on drift). The error text is not kept: only the method and code.
+func (p *auditPolicy) blocked(method string, code int) {
+	p.ensureStarted("")
+	p.append("blocked", map[string]any{"session": p.session, "server": p.rc.Name, "method": clip(method, 128), "code": code})
+}
+
+func (p *auditPolicy) SessionEnd(ctx context.Context, s *proxy.Session, exitCode int) {
+	p.mu.Lock()
+	if p.ended {
+		p.mu.Unlock()
+		return
+	}
+	p.ended = true
+	pending := p.pending
+	p.pending = map[string]pendingCall{}
+	p.mu.Unlock()
+	for _, c := range pending {
+		p.writeCall(c, nil, "server")
+	}
+	p.ensureStarted(s.ProtocolVersion())
+	p.mu.Lock()
+	calls := p.calls
+	p.mu.Unlock()
+	p.append("session_end", map[string]any{
+		"session": p.session, "server": p.rc.Name, "exit": exitCode, "calls": calls,
+		"dur_ms": time.Since(p.start).Milliseconds(),
+	})
+	if err := p.log.Close(); err != nil {
+		fmt.Fprintf(p.rc.IO.ErrOut, "mcpcage: audit: error: %v\n", err)
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
