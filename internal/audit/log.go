@@ -98,6 +98,8 @@ type Log struct {
 	head         head
 	appended     bool   // records written since this Log's last checkpoint
 	checkpointed uint64 // seq of this Log's last checkpoint
+	// writeLine writes one complete line; tests replace it to crash halfway.
+	writeLine func(f *os.File, line []byte, seq uint64) error
 }
 
 type head struct {
@@ -297,8 +299,14 @@ func (l *Log) appendLocked(h *head, kind string, fields any) (uint64, error) {
 	if idx != h.idx {
 		h.idx, h.size = idx, 0
 	}
-	if _, err := l.f.Write(line); err != nil {
-		return 0, fmt.Errorf("audit: write: %w", err)
+	var werr error
+	if l.writeLine != nil {
+		werr = l.writeLine(l.f, line, seq)
+	} else {
+		_, werr = l.f.Write(line)
+	}
+	if werr != nil {
+		return 0, fmt.Errorf("audit: write: %w", werr)
 	}
 	if err := l.f.Sync(); err != nil {
 		return 0, fmt.Errorf("audit: sync: %w", err)
