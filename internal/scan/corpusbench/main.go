@@ -1,0 +1,268 @@
+// Command corpusbench measures the scanner against a labelled corpus of tool
+// definitions (../shared/corpus, read at run time and never copied): per
+// category and in total, the share of core_poisoning records flagged at
+// medium or high, the share of all malicious records flagged, and the share
+// of benign tools with a high-severity finding and with any finding.
+//
+//	go run ./internal/scan/corpusbench -corpus ../shared/corpus [-v]
+//
+// Benign tools are scanned together with the other tools of their server, as
+// mcpcage scans a tools/list; malicious records have no list and are scanned
+// alone.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/mcpcage/mcpcage/internal/scan"
+)
+
+type record struct {
+	ID       string          `json:"id"`
+	Label    string          `json:"label"`
+	Category string          `json:"category"`
+	Core     bool            `json:"core_poisoning"`
+	Server   string          `json:"server"`
+	Tricky   []string        `json:"tricky"`
+	Tool     json.RawMessage `json:"tool"`
+	file     string
+	findings []scan.Finding
+}
+
+type tally struct{ n, med, any, high int }
+
+func (t *tally) add(fs []scan.Finding) {
+	t.n++
+	m := scan.Max(fs)
+	if m >= scan.Medium {
+		t.med++
+	}
+	if m >= scan.Low {
+		t.any++
+	}
+	if m >= scan.High {
+		t.high++
+	}
+}
+
+func pct(a, n int) string {
+	if n == 0 {
+		return "     -"
+	}
+	return fmt.Sprintf("%5.1f%%", 100*float64(a)/float64(n))
+}
+
+func main() {
+	dir := flag.String("corpus", "../shared/corpus", "folder with malicious.jsonl, benign.jsonl and benign_tricky_strings.jsonl")
+	verbose := flag.Bool("v", false, "list missed malicious records and flagged benign ones")
+	flag.Parse()
+	if err := run(os.Stdout, *dir, *verbose); err != nil {
+		fmt.Fprintf(os.Stderr, "corpusbench: error: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func load(path string) ([]*record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []*record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for line := 1; sc.Scan(); line++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		r := &record{file: filepath.Base(path)}
+		if err := json.Unmarshal(sc.Bytes(), r); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
+		}
+		out = append(out, r)
+	}
+	return out, sc.Err()
+}
+
+func run(w io.Writer, dir string, verbose bool) error {
+	mal, err := load(filepath.Join(dir, "malicious.jsonl"))
+	if err != nil {
+		return fmt.Errorf("%v (is -corpus the corpus folder?)", err)
+	}
+	var ben []*record
+	for _, name := range []string{"benign.jsonl", "benign_tricky_strings.jsonl"} {
+		rs, err := load(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		ben = append(ben, rs...)
+	}
+
+	for _, r := range mal {
+		r.findings = scan.Item("tool", r.Tool, nil)
+	}
+	// Benign tools: each server's tools as one list.
+	byServer := map[string][]*record{}
+	for _, r := range ben {
+		if r.Server == "" {
+			r.findings = scan.Item("tool", r.Tool, nil)
+			continue
+		}
+		byServer[r.Server] = append(byServer[r.Server], r)
+	}
+	for _, rs := range byServer {
+		tools := make([]json.RawMessage, len(rs))
+		for i, r := range rs {
+			tools[i] = r.Tool
+		}
+		for i, fs := range scan.Tools(tools) {
+			rs[i].findings = fs
+		}
+	}
+
+	cats := map[string]*tally{}
+	var core, all tally
+	coreCats := map[string]bool{}
+	for _, r := range mal {
+		t := cats[r.Category]
+		if t == nil {
+			t = &tally{}
+			cats[r.Category] = t
+		}
+		t.add(r.findings)
+		all.add(r.findings)
+		if r.Core {
+			core.add(r.findings)
+			coreCats[r.Category] = true
+		}
+	}
+	names := make([]string, 0, len(cats))
+	for c := range cats {
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(w, "malicious (%d records): share flagged\n", len(mal))
+	fmt.Fprintf(w, "  %-32s %5s %5s %8s %8s\n", "category", "n", "core", "medium+", "any")
+	for _, c := range names {
+		t := cats[c]
+		mark := ""
+		if coreCats[c] {
+			mark = "yes"
+		}
+		fmt.Fprintf(w, "  %-32s %5d %5s %8s %8s\n", c, t.n, mark, pct(t.med, t.n), pct(t.any, t.n))
+	}
+	fmt.Fprintf(w, "  %-32s %5d %5s %8s %8s\n", "TOTAL core_poisoning", core.n, "", pct(core.med, core.n), pct(core.any, core.n))
+	fmt.Fprintf(w, "  %-32s %5d %5s %8s %8s\n", "TOTAL malicious", all.n, "", pct(all.med, all.n), pct(all.any, all.n))
+
+	bcats := map[string]*tally{}
+	var btot tally
+	for _, r := range ben {
+		key := r.file
+		if r.file == "benign.jsonl" {
+			key = "benign.jsonl (real servers)"
+		}
+		for _, k := range append([]string{key}, prefixed("tricky:", r.Tricky)...) {
+			t := bcats[k]
+			if t == nil {
+				t = &tally{}
+				bcats[k] = t
+			}
+			t.add(r.findings)
+		}
+		btot.add(r.findings)
+	}
+	bnames := make([]string, 0, len(bcats))
+	for c := range bcats {
+		bnames = append(bnames, c)
+	}
+	sort.Strings(bnames)
+	fmt.Fprintf(w, "\nbenign (%d tools): share with a finding\n", len(ben))
+	fmt.Fprintf(w, "  %-32s %5s %8s %8s %8s\n", "group", "n", "high", "medium+", "any")
+	for _, c := range bnames {
+		t := bcats[c]
+		fmt.Fprintf(w, "  %-32s %5d %8s %8s %8s\n", c, t.n, pct(t.high, t.n), pct(t.med, t.n), pct(t.any, t.n))
+	}
+	fmt.Fprintf(w, "  %-32s %5d %8s %8s %8s\n", "TOTAL benign", btot.n, pct(btot.high, btot.n), pct(btot.med, btot.n), pct(btot.any, btot.n))
+
+	rules := map[string][2]int{}
+	for _, r := range mal {
+		for _, id := range uniqueRules(r.findings) {
+			v := rules[id]
+			v[0]++
+			rules[id] = v
+		}
+	}
+	for _, r := range ben {
+		for _, id := range uniqueRules(r.findings) {
+			v := rules[id]
+			v[1]++
+			rules[id] = v
+		}
+	}
+	rnames := make([]string, 0, len(rules))
+	for id := range rules {
+		rnames = append(rnames, id)
+	}
+	sort.Strings(rnames)
+	fmt.Fprintf(w, "\nrecords flagged per rule\n  %-26s %9s %7s\n", "rule", "malicious", "benign")
+	for _, id := range rnames {
+		fmt.Fprintf(w, "  %-26s %9d %7d\n", id, rules[id][0], rules[id][1])
+	}
+
+	if verbose {
+		fmt.Fprintf(w, "\ncore_poisoning records not flagged at medium or high:\n")
+		for _, r := range mal {
+			if r.Core && scan.Max(r.findings) < scan.Medium {
+				fmt.Fprintf(w, "  %s [%s] %s\n", r.ID, r.Category, describe(r))
+			}
+		}
+		fmt.Fprintf(w, "\nbenign tools with a finding:\n")
+		for _, r := range ben {
+			if len(r.findings) > 0 {
+				fmt.Fprintf(w, "  %s (%s)\n", r.ID, r.Server)
+				scan.Format(w, "    ", r.findings)
+			}
+		}
+	}
+	return nil
+}
+
+func prefixed(p string, xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = p + x
+	}
+	return out
+}
+
+func uniqueRules(fs []scan.Finding) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range fs {
+		if !seen[f.Rule] {
+			seen[f.Rule] = true
+			out = append(out, f.Rule)
+		}
+	}
+	return out
+}
+
+func describe(r *record) string {
+	var t struct {
+		Description string `json:"description"`
+	}
+	_ = json.Unmarshal(r.Tool, &t)
+	d := scan.Visible(t.Description)
+	if len([]rune(d)) > 300 {
+		d = string([]rune(d)[:300]) + "…"
+	}
+	return d
+}
