@@ -286,6 +286,7 @@ func setUpCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Cage, l
 		}
 		// The ID, not the name: what was inspected is what runs.
 		spec.Image = info.ID
+		spec.ImageName = p.cmd.Image
 		spec.Cmd = p.cmd.Args
 		l = launch.Launch{Kind: "image", Image: p.cmd.Image, ImageDigest: info.ID, Argv: p.cmd.Args}
 	default:
@@ -301,6 +302,7 @@ func setUpCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Cage, l
 			return fail(err)
 		}
 		spec.Image = res.ImageID
+		spec.ImageName = res.Image
 		spec.Entrypoint = res.Command
 		spec.Cmd = p.cmd.Args
 		spec.Env = append(append([]string(nil), res.Env...), p.env...)

@@ -64,6 +64,7 @@ const (
 type Spec struct {
 	Name       string   // server name (ValidName); part of the container name
 	Image      string   // image reference or ID
+	ImageName  string   // the image as a person knows it, for labels and ps; "": Image
 	Entrypoint []string // nil: the image's
 	Cmd        []string // arguments (after Entrypoint)
 	WorkingDir string   // "": the image's
@@ -283,6 +284,10 @@ func configs(spec Spec) (*container.Config, *container.HostConfig) {
 	labels[LabelCage] = "1"
 	labels[LabelName] = spec.Name
 	labels[LabelSession] = spec.Session
+	labels[LabelImage] = spec.ImageName
+	if spec.ImageName == "" {
+		labels[LabelImage] = spec.Image
+	}
 
 	env := []string{"HOME=" + HomeInContainer}
 	for _, e := range spec.Env {

@@ -15,6 +15,7 @@ const (
 	LabelCage       = "io.mcpcage.cage" // "1" on every cage
 	LabelName       = "io.mcpcage.name"
 	LabelSession    = "io.mcpcage.session"
+	LabelImage      = "io.mcpcage.image" // the image as named by the user or the install phase
 	LabelOwnerHost  = "io.mcpcage.owner.host"
 	LabelOwnerBoot  = "io.mcpcage.owner.boot"
 	LabelOwnerPID   = "io.mcpcage.owner.pid"

@@ -48,11 +48,15 @@ func list(ctx context.Context, cli *client.Client, label string) ([]Info, error)
 		if len(c.Names) > 0 {
 			name = strings.TrimPrefix(c.Names[0], "/")
 		}
+		img := c.Labels[LabelImage]
+		if img == "" {
+			img = c.Image
+		}
 		out = append(out, Info{
 			Name:      c.Labels[LabelName],
 			Container: name,
 			ID:        c.ID,
-			Image:     c.Image,
+			Image:     img,
 			State:     string(c.State),
 			Created:   time.Unix(c.Created, 0).UTC(),
 			Session:   c.Labels[LabelSession],

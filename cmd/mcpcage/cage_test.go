@@ -1,0 +1,341 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpcage/mcpcage/internal/cage"
+	"github.com/mcpcage/mcpcage/internal/cage/cagetest"
+)
+
+func init() {
+	// mkprobeimage builds the escape probe's image for scripts (run_image*).
+	scriptCommands["mkprobeimage"] = func() {
+		ctx := context.Background()
+		cli, err := cage.Connect(ctx)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if _, err := cagetest.BuildProbeImage(ctx, cli); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+}
+
+// Versions from ../shared/compat/npm-servers.tsv, so the tests run what the
+// compatibility run measured.
+const (
+	everything = "@modelcontextprotocol/server-everything@2026.8.31"
+	filesystem = "@modelcontextprotocol/server-filesystem@2026.8.31"
+	memory     = "@modelcontextprotocol/server-memory@2026.8.31"
+	thinking   = "@modelcontextprotocol/server-sequential-thinking@2026.8.31"
+)
+
+// stateDir is a fresh $MCPCAGE_HOME (and $HOME) for one test.
+func stateDir(t *testing.T) string {
+	t.Helper()
+	d := t.TempDir()
+	for _, s := range []string{"mcpcage", "home"} {
+		if err := os.MkdirAll(filepath.Join(d, s), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+func testEnv(dir string, extra ...string) []string {
+	env := append(os.Environ(), "MCPCAGE_HOME="+filepath.Join(dir, "mcpcage"), "HOME="+filepath.Join(dir, "home"), "NO_COLOR=1")
+	return append(env, extra...)
+}
+
+// caged connects the official go-sdk client to `mcpcage run ARGS`, the
+// binary as a client config would start it.
+func caged(t *testing.T, dir string, env []string, args ...string) (*mcp.ClientSession, *cageBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.Command("mcpcage", append([]string{"run"}, args...)...)
+	cmd.Env = testEnv(dir, env...)
+	stderr := &cageBuffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpcage-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect to mcpcage run %v: %v\nstderr:\n%s", args, err, stderr.String())
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, stderr
+}
+
+func toolNames(t *testing.T, cs *mcp.ClientSession, stderr *cageBuffer) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v\nstderr:\n%s", err, stderr.String())
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}
+
+func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	var sb strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			sb.WriteString(tc.Text)
+		}
+	}
+	return sb.String(), res.IsError
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRunNpmServers: real servers from npm, installed by the install phase
+// and caged, list their tools to the official client through the proxy.
+func TestRunNpmServers(t *testing.T) {
+	t.Run("everything", func(t *testing.T) {
+		dir := stateDir(t)
+		cs, stderr := caged(t, dir, nil, "--", "npx", "-y", everything)
+		names := toolNames(t, cs, stderr)
+		if !contains(names, "echo") {
+			t.Fatalf("tools %v lack echo", names)
+		}
+		if out, isErr := call(t, cs, "echo", map[string]any{"message": "through the cage"}); isErr || !strings.Contains(out, "through the cage") {
+			t.Errorf("echo: %q (error %v)", out, isErr)
+		}
+	})
+	t.Run("sequential-thinking", func(t *testing.T) {
+		dir := stateDir(t)
+		cs, stderr := caged(t, dir, nil, "npx", "-y", thinking) // without "--"
+		if names := toolNames(t, cs, stderr); !contains(names, "sequentialthinking") {
+			t.Fatalf("tools %v lack sequentialthinking", names)
+		}
+	})
+	t.Run("filesystem", func(t *testing.T) {
+		dir := stateDir(t)
+		ro := filepath.Join(dir, "docs")
+		rw := filepath.Join(dir, "notes")
+		for _, d := range []string{ro, rw} {
+			if err := os.MkdirAll(d, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			// The server runs as uid 1000 (or as us): let it write, so that
+			// only the cage's read-only mount can stop the write to ro.
+			if err := os.Chmod(d, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(ro, "readme.txt"), []byte("read me"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cs, stderr := caged(t, dir, nil, "--mount", rw+":rw", "--", "npx", "-y", filesystem, ro, rw)
+		names := toolNames(t, cs, stderr)
+		if !contains(names, "write_file") || !contains(names, "read_text_file") {
+			t.Fatalf("tools %v", names)
+		}
+		if out, isErr := call(t, cs, "read_text_file", map[string]any{"path": filepath.Join(ro, "readme.txt")}); isErr || !strings.Contains(out, "read me") {
+			t.Errorf("reading the read-only folder: %q (error %v)", out, isErr)
+		}
+		if out, isErr := call(t, cs, "write_file", map[string]any{"path": filepath.Join(rw, "a.txt"), "content": "written in the cage"}); isErr {
+			t.Errorf("writing the :rw folder failed: %s", out)
+		}
+		if b, err := os.ReadFile(filepath.Join(rw, "a.txt")); err != nil || string(b) != "written in the cage" {
+			t.Errorf("the :rw folder on the host has %q, %v", b, err)
+		}
+		out, isErr := call(t, cs, "write_file", map[string]any{"path": filepath.Join(ro, "b.txt"), "content": "must not land"})
+		if !isErr {
+			t.Errorf("writing the read-only folder succeeded: %s", out)
+		} else if !strings.Contains(strings.ToLower(out), "read-only") {
+			t.Errorf("writing the read-only folder failed for another reason: %s", out)
+		}
+		if _, err := os.Stat(filepath.Join(ro, "b.txt")); err == nil {
+			t.Error("a file appeared in the read-only folder on the host")
+		}
+	})
+	t.Run("memory", func(t *testing.T) {
+		dir := stateDir(t)
+		// server-memory keeps its store next to its code by default, which
+		// is read-only in the cage: point it at its private HOME.
+		env := []string{"MEMORY_FILE_PATH=" + cage.HomeInContainer + "/memory.jsonl"}
+		cs, stderr := caged(t, dir, env, "--env", "MEMORY_FILE_PATH", "--", "npx", "-y", memory)
+		if names := toolNames(t, cs, stderr); !contains(names, "create_entities") {
+			t.Fatalf("tools %v", names)
+		}
+		out, isErr := call(t, cs, "create_entities", map[string]any{"entities": []any{map[string]any{
+			"name": "cage-test-entity", "entityType": "test", "observations": []string{"kept across sessions"},
+		}}})
+		if isErr {
+			t.Fatalf("create_entities: %s\nstderr:\n%s", out, stderr.String())
+		}
+		cs.Close()
+
+		cs2, stderr2 := caged(t, dir, env, "--env", "MEMORY_FILE_PATH", "--", "npx", "-y", memory)
+		out, isErr = call(t, cs2, "read_graph", map[string]any{})
+		if isErr || !strings.Contains(out, "cage-test-entity") || !strings.Contains(out, "kept across sessions") {
+			t.Errorf("the second session does not see the first one's store: %q (error %v)\nstderr:\n%s", out, isErr, stderr2.String())
+		}
+		if _, err := os.Stat(filepath.Join(dir, "mcpcage", "servers", "modelcontextprotocol-server-memory", "home", "memory.jsonl")); err != nil {
+			t.Errorf("the store is not in the server's private HOME: %v", err)
+		}
+	})
+}
+
+// containersOf counts the containers whose owner label is pid.
+func containersOf(t *testing.T, cli *client.Client, pid int) int {
+	t.Helper()
+	cs, err := cli.ContainerList(context.Background(), container.ListOptions{
+		All:     true,
+		Filters: filters.NewArgs(filters.Arg("label", cage.LabelOwnerPID+"="+strconv.Itoa(pid)), filters.Arg("label", cage.LabelCage+"=1")),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(cs)
+}
+
+// TestRunOrphanReaped: a SIGKILLed mcpcage cannot remove its container; the
+// next start does.
+func TestRunOrphanReaped(t *testing.T) {
+	ctx := context.Background()
+	cli, err := cage.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cagetest.BuildProbeImage(ctx, cli); err != nil {
+		t.Fatal(err)
+	}
+	dir := stateDir(t)
+
+	victim := exec.Command("mcpcage", "run", "--image", cagetest.ProbeImage)
+	victim.Env = testEnv(dir)
+	stdin, err := victim.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := victim.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	victimErr := &cageBuffer{}
+	victim.Stderr = victimErr
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer victim.Process.Kill()
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.Contains(line, "escape-probe") {
+		t.Fatalf("no initialize answer: %q %v\nstderr:\n%s", line, err, victimErr.String())
+	}
+	pid := victim.Process.Pid
+	if n := containersOf(t, cli, pid); n != 1 {
+		t.Fatalf("%d containers owned by the running mcpcage, want 1", n)
+	}
+	if err := victim.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	victim.Wait()
+	// Killing the client does not stop the container: it is now an orphan.
+	if n := containersOf(t, cli, pid); n != 1 {
+		t.Fatalf("%d containers after SIGKILL, want the 1 orphan", n)
+	}
+	ps := exec.Command("mcpcage", "ps", "--json")
+	ps.Env = testEnv(dir)
+	out, err := ps.Output()
+	if err != nil {
+		t.Fatalf("mcpcage ps: %v", err)
+	}
+	var entries []struct {
+		OwnerPID int    `json:"owner_pid"`
+		Owner    string `json:"owner"`
+		Name     string `json:"name"`
+	}
+	if err := json.Unmarshal(out, &entries); err != nil {
+		t.Fatalf("ps --json: %v in %s", err, out)
+	}
+	found := false
+	for _, e := range entries {
+		if e.OwnerPID == pid {
+			found = true
+			if e.Owner != "gone" || e.Name != "escape-probe" {
+				t.Errorf("ps shows the orphan as %+v", e)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("ps --json does not list the orphan of pid %d: %s", pid, out)
+	}
+
+	// The next start reaps it.
+	next := exec.Command("mcpcage", "run", "--image", cagetest.ProbeImage)
+	next.Env = testEnv(dir)
+	next.Stdin = strings.NewReader("")
+	nextErr := &cageBuffer{}
+	next.Stderr = nextErr
+	if err := next.Run(); err != nil {
+		t.Fatalf("next run: %v\n%s", err, nextErr.String())
+	}
+	if n := containersOf(t, cli, pid); n != 0 {
+		t.Errorf("%d containers of the killed mcpcage after the next start, want 0", n)
+	}
+	if !strings.Contains(nextErr.String(), "orphaned cage") {
+		t.Errorf("the next start did not say it removed the orphan: %s", nextErr.String())
+	}
+	if n := containersOf(t, cli, next.Process.Pid); n != 0 {
+		t.Errorf("the next run left %d containers behind", n)
+	}
+}
+
+type cageBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *cageBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *cageBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
