@@ -3,6 +3,7 @@ package scan
 import (
 	"encoding/base64"
 	"encoding/hex"
+	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -219,19 +220,38 @@ func decodeRun(run string) (string, bool) {
 	return string(b), true
 }
 
-// directive words that turn a mention of another tool into an order about it.
-var crossToolStrong = []string{
-	"instead of", "rather than", "do not use", "don't use", "never use", "never call", "do not call",
-	"don't call", "deprecated", "no longer", "has been replaced", "been upgraded", "been updated",
-	"been enhanced", "been modified", "override", "overrides", "redirect", "supersede", "replaces",
-	"must also", "must always", "must first", "you must", "always ", "whenever", "regardless",
-	"automatically", "do not tell", "silently", "side effect", "any other tool", "all other tools",
+// Orders about another tool, read on the sentence that names it with the
+// name replaced by "@t": ones that change how that tool behaves (cross-tool)
+// and ones that steer the model away from it (cross-tool-prefer).
+var (
+	crossToolOrders = compileAll(
+		`@t(?:\s+(?:tool|function))?\s+(?:is|has\s+been|was|have\s+been|are)\s+(?:now\s+|temporarily\s+|currently\s+|permanently\s+|recently\s+)?(?:deprecated|disabled|removed|retired|discontinued|restricted|suspended|broken|unsafe|compromised|upgraded|updated|enhanced|optimi[sz]ed|modified|changed|replaced|superseded|redirected|unavailable|blocked|insecure|vulnerable)`,
+		`\bwhen(?:ever)?\s+(?:\w+\s+){0,4}?(?:call|calls|calling|called|use|uses|using|used|invoke|invokes|invoking|invoked|run|runs|running)\s+(?:the\s+)?@t\b.{0,120}?\b(?:must|always|also|instead|first|automatically|make\s+sure|ensure|add|include|set|change|replace|send|append)\b`,
+		`\bwhen(?:ever)?\s+(?:the\s+)?@t(?:\s+(?:tool|function))?\s+(?:is|gets|has\s+been)\s+(?:called|used|invoked|run)`,
+		`@t(?:\s+(?:tool|function))?\s+(?:must|should|will|shall)\s+(?:now\s+)?(?:always|also|automatically|first|never|only|include|send|add)\b`,
+		`\b(?:redirect|route|switch|forward)\s+(?:\w+\s+){0,4}?(?:to|from)\s+(?:the\s+)?(?:new\s+)?(?:\w+\s+){0,2}?@t`,
+		`\b(?:all|any|every)\s+(?:calls?|requests?|uses?)\s+(?:to|of)\s+(?:the\s+)?@t\s+(?:must|should|will|are|is)\b`,
+		`\b(?:modify|modifies|change|changes|alter|alters|override|overrides|adjust|adjusts|intercept|intercepts|wrap|wraps|hook|hooks)\s+(?:the\s+)?(?:behaviou?r|parameters?|arguments?|output|results?|inputs?|calls?)\s+(?:of|to)\s+(?:the\s+)?@t`,
+	)
+	crossToolPrefer = compileAll(
+		`\b(?:instead\s+of|rather\s+than|in\s+place\s+of|replaces?|supersedes?|overrides?|shadows?)\s+(?:using\s+|calling\s+)?(?:the\s+)?@t`,
+		`\b(?:do\s+not|don't|never)\s+(?:use|call|invoke|trust)\s+(?:the\s+)?@t(?:\s+(?:tool|function))?\s*(?:[.,;:!]|$|\b(?:anymore|again|at\s+all|directly)\b)`,
+	)
+)
+
+func compileAll(ps ...string) []*regexp.Regexp {
+	out := make([]*regexp.Regexp, len(ps))
+	for i, p := range ps {
+		out[i] = regexp.MustCompile(p)
+	}
+	return out
 }
 
 // checkCrossTool reports a string that names another tool of the list in a
-// sentence that also gives an order about it: "when read_file is called,
-// always ...", "use this instead of send_email", "send_email is deprecated".
-// Merely naming another tool ("use list_files to find the path") is fine.
+// sentence that gives an order about that tool: "when read_file is called,
+// always ...", "send_email has been deprecated", "use this instead of
+// send_email". Merely naming another tool ("use list_files to find the
+// path", "DEPRECATED: use read_text_file instead") is fine.
 func (sc *scanner) checkCrossTool(path string, nt *normText) {
 	if !descriptive(path) {
 		return
@@ -255,12 +275,24 @@ func (sc *scanner) checkCrossTool(path string, nt *normText) {
 				continue
 			}
 			a, b := sentence(low, k, e)
-			sent := low[a:b]
-			for _, w := range crossToolStrong {
-				if strings.Contains(sent, w) {
-					ra, rb := nt.rawSpan(k, e)
+			qa, qb := k, e
+			for qa > a && strings.ContainsRune("`'\"", rune(low[qa-1])) {
+				qa--
+			}
+			for qb < b && strings.ContainsRune("`'\"", rune(low[qb])) {
+				qb++
+			}
+			sent := low[a:qa] + "@t" + low[qb:b]
+			ra, rb := nt.rawSpan(k, e)
+			for _, re := range crossToolOrders {
+				if re.MatchString(sent) {
 					sc.add(sc.set.checks["cross-tool"], path, nt.raw[ra:rb])
 					return
+				}
+			}
+			for _, re := range crossToolPrefer {
+				if re.MatchString(sent) {
+					sc.add(sc.set.checks["cross-tool-prefer"], path, nt.raw[ra:rb])
 				}
 			}
 		}

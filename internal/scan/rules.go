@@ -81,7 +81,7 @@ func loadedRules() *ruleSet {
 func Rules() []*Rule { return loadedRules().rules }
 
 var builtinChecks = map[string]bool{
-	"tag-chars": true, "bidi": true, "mixed-script": true, "encoded": true, "cross-tool": true,
+	"tag-chars": true, "bidi": true, "mixed-script": true, "encoded": true, "cross-tool": true, "cross-tool-prefer": true,
 }
 
 func parseSeverity(s string) (Severity, error) {
