@@ -111,4 +111,3 @@ func sameRepo(digestRef, ref string) bool {
 	}
 	return repo == r || repo == "docker.io/library/"+r || repo == "library/"+r || strings.HasSuffix(repo, "/"+r) && !strings.Contains(r, "/")
 }
-

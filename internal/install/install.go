@@ -546,6 +546,17 @@ func caMounts(kind string) ([]mount.Mount, []string, error) {
 		vars[k] = target
 		env = append(env, k+"="+target)
 	}
+	// npm's own cafile setting replaces its bundle, as it does for npm itself.
+	if kind == "npx" {
+		if f := npmCAFile(); f != "" {
+			if st, err := os.Stat(f); err != nil || !st.Mode().IsRegular() {
+				return nil, nil, fmt.Errorf("CA bundle %s (npm's cafile setting) cannot be read: fix or remove it", f)
+			}
+			target := "/etc/mcpcage/ca/npm-cafile.pem"
+			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: f, Target: target, ReadOnly: true})
+			env = append(env, "npm_config_cafile="+target)
+		}
+	}
 	// A full bundle for OpenSSL also serves as extra CAs for Node and as
 	// pip's bundle, when the user set only SSL_CERT_FILE.
 	if ssl := vars["SSL_CERT_FILE"]; ssl != "" {

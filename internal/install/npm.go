@@ -88,8 +88,28 @@ process.stdout.write('MCPCAGE-REPORT ' + JSON.stringify({name, version: '', comm
 // the registry= line of ~/.npmrc. Only the URL is taken: auth lines of .npmrc
 // never leave it.
 func npmRegistry() string {
-	for _, k := range []string{"NPM_CONFIG_REGISTRY", "npm_config_registry"} {
-		if v := strings.TrimSpace(os.Getenv(k)); validURL(v) {
+	v := npmSetting("registry")
+	if validURL(v) {
+		return v
+	}
+	return ""
+}
+
+// npmCAFile is npm's cafile setting, as an absolute path, or "".
+func npmCAFile() string {
+	v := npmSetting("cafile")
+	if v == "" || !filepath.IsAbs(v) {
+		return ""
+	}
+	return v
+}
+
+// npmSetting reads one plain setting the way npm would find it for the
+// user: NPM_CONFIG_<KEY> / npm_config_<key>, else ~/.npmrc. Only the named
+// key is read; nothing else of .npmrc (auth tokens) is kept.
+func npmSetting(key string) string {
+	for _, k := range []string{"NPM_CONFIG_" + strings.ToUpper(key), "npm_config_" + key} {
+		if v := strings.TrimSpace(os.Getenv(k)); v != "" {
 			return v
 		}
 	}
@@ -105,10 +125,8 @@ func npmRegistry() string {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), "=")
-		if ok && strings.TrimSpace(k) == "registry" {
-			if v = strings.TrimSpace(v); validURL(v) {
-				return v
-			}
+		if ok && strings.TrimSpace(k) == key {
+			return strings.Trim(strings.TrimSpace(v), `"`)
 		}
 	}
 	return ""

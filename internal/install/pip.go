@@ -142,9 +142,25 @@ func pipEnv() []string {
 		"UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL", "UV_INDEX", "UV_FIND_LINKS",
 		"UV_INSECURE_HOST",
 	} {
-		if v := os.Getenv(k); v != "" && !strings.ContainsAny(v, "\x00") {
+		v := os.Getenv(k)
+		if k == "PIP_FIND_LINKS" || k == "UV_FIND_LINKS" {
+			v = urlsOnly(v)
+		}
+		if v != "" && !strings.ContainsAny(v, "\x00") {
 			env = append(env, k+"="+v)
 		}
 	}
 	return env
+}
+
+// urlsOnly keeps the URLs of a find-links list: a local directory is not
+// visible in the install container, which mounts nothing of the host.
+func urlsOnly(list string) string {
+	var keep []string
+	for _, f := range strings.Fields(list) {
+		if validURL(f) {
+			keep = append(keep, f)
+		}
+	}
+	return strings.Join(keep, " ")
 }
