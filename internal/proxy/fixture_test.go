@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"os/signal"
 	"syscall"
 	"testing"
@@ -52,6 +53,7 @@ func stateless(ss *mcp.ServerSession) bool {
 func runGoSDKServer() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "fixture", Version: "1.0.0"}, &mcp.ServerOptions{
 		Instructions: "fixture server for proxy tests",
+		PageSize:     pageSize(),
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes text"}, func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
@@ -127,4 +129,9 @@ func runGoSDKServer() {
 func askResult(model string, el *mcp.ElicitResult, rl *mcp.ListRootsResult) *mcp.CallToolResult {
 	text := fmt.Sprintf("model=%s action=%s name=%v roots=%d", model, el.Action, el.Content["name"], len(rl.Roots))
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+func pageSize() int {
+	n, _ := strconv.Atoi(os.Getenv("FIXTURE_PAGESIZE"))
+	return n
 }

@@ -58,7 +58,7 @@ func ListTools(ctx context.Context, srv Server) (*Listing, error) {
 	}
 	l.Instructions, _ = member(res, "instructions")
 	if err := c.w.WriteMessage(jsonrpc.NewNotification("notifications/initialized", nil)); err != nil {
-		return nil, fmt.Errorf("cannot write to the server: %w", err)
+		return nil, fmt.Errorf("the server is not reading its input (it may have exited): %v", err)
 	}
 	cursor := ""
 	seen := map[string]bool{}
@@ -150,7 +150,7 @@ func (c *miniClient) call(ctx context.Context, method string, params []byte) ([]
 	c.seq++
 	id := jsonrpc.IntID(c.seq)
 	if err := c.w.WriteMessage(jsonrpc.NewRequest(id, method, params)); err != nil {
-		return nil, fmt.Errorf("cannot write to the server: %w", err)
+		return nil, fmt.Errorf("the server is not reading its input (it may have exited) before %s: %v", method, err)
 	}
 	for {
 		select {
