@@ -21,6 +21,9 @@ package main
 //	        read URI                   resources/read
 //	        request METHOD [JSON]      any request
 //	        wait METHOD                wait for a notification from the server
+//	        run ARGV...                run a command mid-session (e.g. mcpcage approve
+//	                                   in "another terminal"); its output is printed
+//	                                   with "| " in front, a failure ends the script
 //	    Output lines:
 //	        < METHOD result JSON
 //	        < METHOD error MCP error CODE: MESSAGE     (as MCP clients render it)
@@ -207,6 +210,16 @@ func (c *scriptClient) step(l string) error {
 	case "request":
 		m, p, _ := strings.Cut(rest, " ")
 		return c.request(m, p)
+	case "run":
+		argv := strings.Fields(rest)
+		if len(argv) == 0 {
+			return errors.New("run what?")
+		}
+		out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+		for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+			fmt.Printf("| %s\n", l)
+		}
+		return err
 	case "wait":
 		deadline := time.After(20 * time.Second)
 		for !c.seen[rest] {

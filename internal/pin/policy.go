@@ -579,21 +579,22 @@ func withoutMember(obj []byte, name string) ([]byte, error) {
 	}
 	out := []byte{'{'}
 	for dec.PeekKind() != '}' {
-		n, err := dec.ReadToken()
+		tok, err := dec.ReadToken()
 		if err != nil {
 			return nil, err
 		}
+		n := tok.String() // before the next read voids tok
 		v, err := dec.ReadValue()
 		if err != nil {
 			return nil, err
 		}
-		if n.String() == name {
+		if n == name {
 			continue
 		}
 		if len(out) > 1 {
 			out = append(out, ',')
 		}
-		out, _ = jsontext.AppendQuote(out, n.String())
+		out, _ = jsontext.AppendQuote(out, n)
 		out = append(out, ':')
 		out = append(out, v...)
 	}
