@@ -1,0 +1,281 @@
+package install
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha1"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// npmPackage is one version of a package the test registry serves.
+type npmPackage struct {
+	name, version string
+	manifest      map[string]any    // package.json fields besides name and version
+	files         map[string]string // path in the package -> contents
+}
+
+// npmRegistry is a tiny npm registry on this machine's bridge address, so
+// that install containers can reach it and nothing else can.
+type testRegistry struct {
+	URL      string
+	mu       sync.Mutex
+	requests []string
+}
+
+func (r *testRegistry) requested() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.requests...)
+}
+
+func startNPMRegistry(t *testing.T, addr string, pkgs ...npmPackage) *testRegistry {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+	if err != nil {
+		t.Fatalf("listen on the bridge address: %v", err)
+	}
+	reg := &testRegistry{URL: "http://" + ln.Addr().String() + "/"}
+	packuments := map[string]map[string]any{}
+	tarballs := map[string][]byte{}
+	for _, p := range pkgs {
+		tgz := npmTarball(t, p)
+		sha := sha512.Sum512(tgz)
+		sha1sum := sha1.Sum(tgz)
+		file := strings.ReplaceAll(p.name, "/", "-") + "-" + p.version + ".tgz"
+		tarPath := "/" + p.name + "/-/" + file
+		tarballs[tarPath] = tgz
+		man := map[string]any{"name": p.name, "version": p.version}
+		for k, v := range p.manifest {
+			man[k] = v
+		}
+		man["dist"] = map[string]any{
+			"tarball":   strings.TrimSuffix(reg.URL, "/") + tarPath,
+			"integrity": "sha512-" + base64.StdEncoding.EncodeToString(sha[:]),
+			"shasum":    hex.EncodeToString(sha1sum[:]),
+		}
+		pm := packuments[p.name]
+		if pm == nil {
+			pm = map[string]any{"name": p.name, "versions": map[string]any{}, "dist-tags": map[string]any{}}
+			packuments[p.name] = pm
+		}
+		pm["versions"].(map[string]any)[p.version] = man
+		pm["dist-tags"].(map[string]any)["latest"] = p.version
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		p, _ := url.PathUnescape(req.URL.EscapedPath())
+		reg.mu.Lock()
+		reg.requests = append(reg.requests, p)
+		reg.mu.Unlock()
+		if tgz, ok := tarballs[p]; ok {
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Write(tgz)
+			return
+		}
+		if pm, ok := packuments[strings.TrimPrefix(p, "/")]; ok {
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(pm)
+			return
+		}
+		http.Error(w, `{"error":"Not found"}`, http.StatusNotFound)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return reg
+}
+
+func npmTarball(t *testing.T, p npmPackage) []byte {
+	t.Helper()
+	man := map[string]any{"name": p.name, "version": p.version}
+	for k, v := range p.manifest {
+		man[k] = v
+	}
+	pj, _ := json.MarshalIndent(man, "", "  ")
+	files := map[string]string{"package.json": string(pj)}
+	for k, v := range p.files {
+		files[k] = v
+	}
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		mode := int64(0o644)
+		if strings.HasSuffix(n, ".js") {
+			mode = 0o755
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: "package/" + n, Mode: mode, Size: int64(len(files[n])), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(files[n]))
+	}
+	tw.Close()
+	gz.Close()
+	return buf.Bytes()
+}
+
+// fixtureServerJS is a minimal MCP stdio server with one tool.
+const fixtureServerJS = `#!/usr/bin/env node
+const rl = require('readline').createInterface({input: process.stdin});
+const send = m => process.stdout.write(JSON.stringify(m) + '\n');
+rl.on('line', line => {
+  let m; try { m = JSON.parse(line); } catch (e) { return; }
+  if (m.id === undefined) return;
+  if (m.method === 'initialize') send({jsonrpc: '2.0', id: m.id, result: {protocolVersion: m.params.protocolVersion, capabilities: {tools: {}}, serverInfo: {name: 'fixture', version: '1.0.0'}}});
+  else if (m.method === 'tools/list') send({jsonrpc: '2.0', id: m.id, result: {tools: [{name: 'echo', description: 'echo', inputSchema: {type: 'object'}}]}});
+  else send({jsonrpc: '2.0', id: m.id, error: {code: -32601, message: 'no such method'}});
+});
+`
+
+// hookJS leaves a mark in the package mount when an install script runs.
+const hookJS = `require('fs').writeFileSync('/srv/pkg/HOOK-' + process.argv[2], 'ran');`
+
+func fixturePackages() []npmPackage {
+	return []npmPackage{
+		{
+			name: "mcpcage-fixture-server", version: "1.0.0",
+			manifest: map[string]any{
+				"bin":          map[string]any{"mcpcage-fixture-server": "server.js"},
+				"dependencies": map[string]any{"mcpcage-fixture-hook": "^1.0.0", "@mcpcage-fixture/native": "1.0.0"},
+			},
+			files: map[string]string{"server.js": fixtureServerJS},
+		},
+		{
+			name: "mcpcage-fixture-hook", version: "1.0.0",
+			manifest: map[string]any{
+				"bin":     "server.js",
+				"scripts": map[string]any{"preinstall": "node hook.js pre", "postinstall": "node hook.js post", "test": "true"},
+			},
+			files: map[string]string{"server.js": fixtureServerJS, "hook.js": hookJS},
+		},
+		{
+			name: "@mcpcage-fixture/native", version: "1.0.0",
+			files: map[string]string{"binding.gyp": `{"targets":[]}`, "index.js": "module.exports = 1;"},
+		},
+	}
+}
+
+// Install scripts never run by default, and the packages that had them are
+// named; the registry the user configured is the one used.
+func TestNPMInstallScriptsSkipped(t *testing.T) {
+	isolate(t)
+	cli := dockerClient(t)
+	reg := startNPMRegistry(t, bridgeAddr(t, cli), fixturePackages()...)
+	t.Setenv("NPM_CONFIG_REGISTRY", reg.URL)
+
+	var log bytes.Buffer
+	res, err := Ensure(context.Background(), cli, Request{Kind: "npx", Spec: "mcpcage-fixture-server", Stderr: &log})
+	if err != nil {
+		t.Fatalf("install: %v\n%s", err, log.String())
+	}
+	if res.Version != "1.0.0" {
+		t.Fatalf("version %q", res.Version)
+	}
+	for _, mark := range []string{"HOOK-pre", "HOOK-post"} {
+		if _, err := os.Stat(filepath.Join(res.CacheDir, mark)); err == nil {
+			t.Fatalf("an install script ran (%s exists)", mark)
+		}
+	}
+	warn := log.String()
+	for _, want := range []string{
+		"mcpcage: warning: install scripts of 2 package(s) were not run",
+		"mcpcage-fixture-hook@1.0.0 (preinstall, postinstall)",
+		"@mcpcage-fixture/native@1.0.0 (install (node-gyp))",
+		"--allow-scripts",
+	} {
+		if !strings.Contains(warn, want) {
+			t.Errorf("warning lacks %q:\n%s", want, warn)
+		}
+	}
+	if !strings.Contains(warn, "from http://") {
+		t.Errorf("progress does not name the configured registry: %s", warn)
+	}
+	if !slices.Contains(reg.requested(), "/mcpcage-fixture-server") {
+		t.Errorf("the configured registry was not asked: %q", reg.requested())
+	}
+	if tools := listTools(t, cli, res); !slices.Equal(tools, []string{"echo"}) {
+		t.Fatalf("tools %q", tools)
+	}
+}
+
+func TestNPMInstallScriptsAllowed(t *testing.T) {
+	isolate(t)
+	cli := dockerClient(t)
+	reg := startNPMRegistry(t, bridgeAddr(t, cli), fixturePackages()...)
+	t.Setenv("NPM_CONFIG_REGISTRY", reg.URL)
+
+	var log bytes.Buffer
+	res, err := Ensure(context.Background(), cli, Request{Kind: "npx", Spec: "mcpcage-fixture-hook@1.0.0", AllowScripts: true, Stderr: &log})
+	if err != nil {
+		t.Fatalf("install: %v\n%s", err, log.String())
+	}
+	if _, err := os.Stat(filepath.Join(res.CacheDir, "HOOK-post")); err != nil {
+		t.Fatalf("with AllowScripts the postinstall script did not run: %v", err)
+	}
+	if strings.Contains(log.String(), "warning") {
+		t.Errorf("warned although scripts ran: %s", log.String())
+	}
+}
+
+// Concurrent starts of one package install it once and share the entry.
+func TestNPMConcurrentInstall(t *testing.T) {
+	isolate(t)
+	cli := dockerClient(t)
+	reg := startNPMRegistry(t, bridgeAddr(t, cli), fixturePackages()...)
+	t.Setenv("NPM_CONFIG_REGISTRY", reg.URL)
+
+	const n = 3
+	results := make([]*Result, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = Ensure(context.Background(), cli, Request{Kind: "npx", Spec: "mcpcage-fixture-server"})
+		}()
+	}
+	wg.Wait()
+	installed := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("Ensure %d: %v", i, errs[i])
+		}
+		if results[i].CacheDir != results[0].CacheDir {
+			t.Fatalf("different cache entries %s and %s", results[i].CacheDir, results[0].CacheDir)
+		}
+		if results[i].Installed {
+			installed++
+		}
+	}
+	if installed != 1 {
+		t.Fatalf("%d of %d concurrent Ensure calls installed, want 1", installed, n)
+	}
+	root := filepath.Dir(filepath.Dir(results[0].CacheDir))
+	if ents, _ := os.ReadDir(root); len(ents) != 1 {
+		t.Fatalf("cache holds %d entries, want 1", len(ents))
+	}
+	if ents, _ := os.ReadDir(filepath.Join(filepath.Dir(root), "tmp")); len(ents) != 0 {
+		t.Fatalf("leftovers in tmp/: %v", ents)
+	}
+	if tools := listTools(t, cli, results[0]); !slices.Equal(tools, []string{"echo"}) {
+		t.Fatalf("tools %q", tools)
+	}
+}
