@@ -18,7 +18,11 @@ import (
 func TestMain(m *testing.M) {
 	switch os.Getenv("AUDIT_TEST_CHILD") {
 	case "":
-		os.Exit(m.Run())
+		code := m.Run()
+		if bigLogRoot != "" {
+			os.RemoveAll(bigLogRoot)
+		}
+		os.Exit(code)
 	case "append":
 		os.Exit(childAppend())
 	case "loop":

@@ -175,21 +175,46 @@ func ParseLine(line []byte) (*Record, error) {
 	}, nil
 }
 
-// mac computes records' MACs with one reusable HMAC state.
+// mac computes records' MACs: HMAC-SHA256(key, SHA-256(body)). MACing the
+// body's hash rather than the body lets the verifier hash each line once:
+// the SHA-256 state after the body gives the body hash, and the same state
+// continued over the MAC's tail gives the chain hash of the whole line.
 type mac struct {
-	h   hash.Hash
-	sum [sha256.Size]byte
-	hex [64]byte
+	h       hash.Hash // HMAC, reset per record
+	d       hash.Hash // SHA-256, reset per record
+	bodySum [sha256.Size]byte
+	sum     [sha256.Size]byte
+	lineSum [sha256.Size]byte
+	hex     [64]byte
 }
 
-func newMAC(key []byte) *mac { return &mac{h: hmac.New(sha256.New, key)} }
+func newMAC(key []byte) *mac { return &mac{h: hmac.New(sha256.New, key), d: sha256.New()} }
 
+// of returns the hex MAC of body.
 func (m *mac) of(body []byte) []byte {
+	m.d.Reset()
+	m.d.Write(body)
+	m.d.Sum(m.bodySum[:0])
+	return m.over()
+}
+
+func (m *mac) over() []byte {
 	m.h.Reset()
-	m.h.Write(body)
+	m.h.Write(m.bodySum[:])
 	m.h.Sum(m.sum[:0])
 	hex.Encode(m.hex[:], m.sum[:])
 	return m.hex[:]
+}
+
+// check returns the hex MAC of a line's body (its first n bytes) and the
+// SHA-256 of the whole line, hashing the body once.
+func (m *mac) check(line []byte, n int) ([]byte, *[sha256.Size]byte) {
+	m.d.Reset()
+	m.d.Write(line[:n])
+	m.d.Sum(m.bodySum[:0])
+	m.d.Write(line[n:])
+	m.d.Sum(m.lineSum[:0])
+	return m.over(), &m.lineSum
 }
 
 // encodeLine builds the exact bytes of a record, newline included.

@@ -2,7 +2,6 @@ package audit
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 )
 
@@ -227,7 +227,15 @@ func (w *walker) against(c *Checkpoint, what, shortKind string, last func() (str
 	return nil
 }
 
-func (w *walker) walk() error {
+func (w *walker) walk() (err error) {
+	// A file cut short by someone else while it is mapped faults on access;
+	// that must be an error, not a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("a log file changed while it was being verified (%v); run verify again", r)
+		}
+	}()
 	copy(w.prev[:], GenesisPrev)
 	for i, idx := range w.files {
 		if i == 0 && idx != 1 || i > 0 && idx != w.files[i-1]+1 {
@@ -239,11 +247,13 @@ func (w *walker) walk() error {
 				Message: fmt.Sprintf("the log file %s is missing: records from %d on were deleted with it", FileName(missing), w.seq+1)}
 			return nil
 		}
-		data, err := os.ReadFile(filepath.Join(w.opts.Dir, FileName(idx)))
+		data, release, err := readAll(filepath.Join(w.opts.Dir, FileName(idx)))
 		if err != nil {
 			return err
 		}
-		if done := w.file(i, data); done {
+		done := w.file(i, data)
+		release()
+		if done {
 			return nil
 		}
 	}
@@ -254,7 +264,6 @@ func (w *walker) walk() error {
 func (w *walker) file(fi int, data []byte) bool {
 	name := FileName(w.files[fi])
 	var h header
-	var sum [32]byte
 	pos, lineNo := 0, 0
 	last := fi == len(w.files)-1
 	for pos < len(data) {
@@ -271,15 +280,18 @@ func (w *walker) file(fi int, data []byte) bool {
 		}
 		line := data[pos : pos+nl]
 		lineNo++
-		if splitLine(line, &h) != nil || !bytes.Equal(w.mac.of(h.body), h.mac) ||
-			h.seq != w.seq+1 || !bytes.Equal(h.prev, w.prev[:]) {
+		if splitLine(line, &h) != nil || h.seq != w.seq+1 || !bytes.Equal(h.prev, w.prev[:]) {
+			w.r.Problem = w.classify(name, lineNo, line, w.lookahead(fi, data, pos+nl+1))
+			return true
+		}
+		m, sum := w.mac.check(line, len(h.body))
+		if !bytes.Equal(m, h.mac) {
 			w.r.Problem = w.classify(name, lineNo, line, w.lookahead(fi, data, pos+nl+1))
 			return true
 		}
 		if string(h.kind) == "recovery" {
 			w.recovery(name, lineNo, h)
 		}
-		sum = sha256.Sum256(line)
 		hex.Encode(w.prev[:], sum[:])
 		w.seq = h.seq
 		if _, ok := w.want[h.seq]; ok {
