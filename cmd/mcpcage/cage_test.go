@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go/build"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,18 @@ import (
 )
 
 func init() {
+	// Scripts have their own HOME, where Go's default caches would be empty:
+	// give the fixtures that run `go build` (mkprobeimage) the real ones.
+	if strings.HasSuffix(filepath.Base(os.Args[0]), ".test") {
+		if os.Getenv("GOCACHE") == "" {
+			if d, err := os.UserCacheDir(); err == nil {
+				os.Setenv("GOCACHE", filepath.Join(d, "go-build"))
+			}
+		}
+		if os.Getenv("GOMODCACHE") == "" && build.Default.GOPATH != "" {
+			os.Setenv("GOMODCACHE", filepath.Join(filepath.SplitList(build.Default.GOPATH)[0], "pkg", "mod"))
+		}
+	}
 	// mkprobeimage builds the escape probe's image for scripts (run_image*).
 	scriptCommands["mkprobeimage"] = func() {
 		ctx := context.Background()
@@ -338,4 +351,31 @@ func (s *cageBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+func init() {
+	// expectcode N CMD ARGS... runs CMD with the script's stdio and fails
+	// unless it exits with status N (testscript's `! exec` cannot tell 2
+	// from 125).
+	scriptCommands["expectcode"] = func() {
+		want, err := strconv.Atoi(os.Args[1])
+		if err != nil || len(os.Args) < 3 {
+			fmt.Fprintln(os.Stderr, "usage: expectcode N CMD ARGS...")
+			os.Exit(2)
+		}
+		cmd := exec.Command(os.Args[2], os.Args[3:]...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		err = cmd.Run()
+		got := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			got = ee.ExitCode()
+		} else if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		if got != want {
+			fmt.Fprintf(os.Stderr, "expectcode: exit status %d, want %d\n", got, want)
+			os.Exit(1)
+		}
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -226,10 +225,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		return err
 	}
 	watch := &firstReply{name: p.name, timeout: opts.StartTimeout, allowNet: opts.AllowNet, log: opts.IO.ErrOut}
-	in := &eofReader{r: opts.IO.In}
-	sessIO := *opts.IO
-	sessIO.In = in
-	rc := &RunContext{IO: &sessIO, Name: p.name, Launch: l, Home: p.stateDir, Before: []proxy.Policy{watch}}
+	rc := &RunContext{IO: opts.IO, Name: p.name, Launch: l, Home: p.stateDir, Before: []proxy.Policy{watch}}
 	code, err := serveSession(ctx, rc, c, p.maxLine)
 	if err != nil && !c.Exited() {
 		return &ExitError{Code: exitCageError, Err: err}
@@ -238,8 +234,9 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		return &ExitError{Code: 137, Err: withHint(fmt.Errorf("%q was killed for using more than its memory limit (%s)", p.name, units.BytesSize(float64(p.memory))),
 			"raise the limit with --memory, e.g. --memory 1g")}
 	}
-	if in.ended.Load() || ctx.Err() != nil {
-		// The client ended the session: the server was stopped, its status is ours to ignore.
+	if c.Killed() || ctx.Err() != nil {
+		// mcpcage ended the server (the client left and it did not exit
+		// in time, or a signal): its status is not the server's doing.
 		return nil
 	}
 	if code != 0 {
@@ -365,31 +362,6 @@ func answerWaitingClient(io *IOStreams, msg string) {
 			return
 		}
 	}
-}
-
-// eofReader records that the client's side of the session ended.
-// The proxy closes it when the server went first; that is not the client
-// ending.
-type eofReader struct {
-	r      io.Reader
-	ended  atomic.Bool
-	closed atomic.Bool
-}
-
-func (e *eofReader) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err != nil && !e.closed.Load() {
-		e.ended.Store(true)
-	}
-	return n, err
-}
-
-func (e *eofReader) Close() error {
-	e.closed.Store(true)
-	if c, ok := e.r.(io.Closer); ok {
-		return c.Close()
-	}
-	return nil
 }
 
 // firstReply answers a client whose server says nothing at all: a server

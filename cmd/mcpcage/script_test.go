@@ -28,7 +28,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("MCPCAGE_HOME", env.WorkDir+"/.mcpcage")
 			env.Setenv("HOME", env.WorkDir+"/home")
 			env.Setenv("NO_COLOR", "1")
-			for _, k := range []string{"DOCKER_HOST", "MCPCAGE_IMAGE_NODE", "MCPCAGE_IMAGE_PYTHON", "PATH"} {
+			for _, k := range []string{"DOCKER_HOST", "MCPCAGE_IMAGE_NODE", "MCPCAGE_IMAGE_PYTHON", "PATH", "GOCACHE", "GOMODCACHE", "GOFLAGS", "GOPROXY"} {
 				if v, ok := os.LookupEnv(k); ok {
 					env.Setenv(k, v)
 				}

@@ -159,6 +159,7 @@ type Cage struct {
 	waitErr  error
 
 	demuxed  chan struct{}
+	killed   bool // Stop found the server still running
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -378,11 +379,19 @@ func (c *Cage) OOMKilled() bool {
 	}
 }
 
+// Killed reports whether Stop ended a server that was still running: its
+// exit status is then mcpcage's doing, not the server's.
+func (c *Cage) Killed() bool {
+	c.stopOnce.Do(func() {}) // a Stop in progress has set killed
+	return c.killed
+}
+
 // Stop removes the container (every process in it) and releases the
 // connection. It is safe to call more than once, and works after ctx is
 // cancelled: a cage is removed even when mcpcage is interrupted.
 func (c *Cage) Stop(ctx context.Context) error {
 	c.stopOnce.Do(func() {
+		c.killed = !c.Exited()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 		defer cancel()
 		err := c.cli.ContainerRemove(rctx, c.id, container.RemoveOptions{Force: true, RemoveVolumes: true})

@@ -35,6 +35,10 @@ func BuildProbeImage(ctx context.Context, cli *client.Client) (string, error) {
 	bin := filepath.Join(dir, "probe")
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "github.com/mcpcage/mcpcage/internal/cage/escapeprobe")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	// Inside the module, wherever the test runs from (scripts run in $WORK).
+	if _, file, _, ok := runtime.Caller(0); ok {
+		cmd.Dir = filepath.Dir(file)
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building the escape probe: %v\n%s", err, out)
 	}

@@ -22,7 +22,8 @@
 //	socket            a Docker socket is visible
 //
 // Run as "escapeprobe sleep" it sleeps (fork children); "escapeprobe eat N"
-// touches N MiB; "escapeprobe euid" prints its effective uid.
+// touches N MiB; "escapeprobe euid" prints its effective uid; "escapeprobe
+// exit N" exits with status N at once; "escapeprobe hang" never answers.
 package main
 
 import (
@@ -30,6 +31,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -51,6 +53,16 @@ func main() {
 			return
 		case "euid":
 			fmt.Println(os.Geteuid())
+			return
+		case "exit":
+			n, _ := strconv.Atoi(os.Args[2])
+			fmt.Fprintf(os.Stderr, "escapeprobe: exiting with status %d\n", n)
+			os.Exit(n)
+		case "hang":
+			// Reads its stdin and never answers: a server waiting for a
+			// network it does not have.
+			io.Copy(io.Discard, os.Stdin)
+			time.Sleep(time.Minute)
 			return
 		}
 	}
