@@ -1,0 +1,163 @@
+package fuzz
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/mcpcage/mcpcage/internal/jsonrpc"
+)
+
+var parseSeeds = []string{
+	`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+	`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","arguments":{"k":[1,{"n":null}]}}}`,
+	`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}`,
+	`{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"a"}]}}`,
+	`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"m","data":{}}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":{"name":1,"Name":2}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":{"k":1,"\u212a":2}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}`,
+	`{"jsonrpc":"2.0","id":1,"Method":"x"}`,
+	`[{"jsonrpc":"2.0","id":1,"method":"x"}]`,
+	"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}",
+	`{"jsonrpc":"2.0","id":1.5e3,"result":{}}`,
+}
+
+// FuzzParse: whatever Parse accepts really is strict, and it never panics.
+func FuzzParse(f *testing.F) {
+	for _, s := range parseSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		m, err := jsonrpc.Parse(line)
+		if err != nil {
+			var pe *jsonrpc.ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error is not a *ParseError: %v", err)
+			}
+			if pe.Code != jsonrpc.CodeParseError && pe.Code != jsonrpc.CodeInvalidRequest {
+				t.Fatalf("code %d", pe.Code)
+			}
+			if !pe.ID.IsZero() && !utf8.ValidString(pe.ID.String()) {
+				t.Fatalf("echoed id is not UTF-8: %q", pe.ID)
+			}
+			return
+		}
+		if !bytes.Equal(m.Raw, line) {
+			t.Fatal("Raw differs from the input")
+		}
+		if !utf8.Valid(line) {
+			t.Fatal("accepted invalid UTF-8")
+		}
+		if err := checkNames(line); err != nil {
+			t.Fatalf("accepted %q: %v", line, err)
+		}
+		switch m.Kind {
+		case jsonrpc.KindRequest:
+			if m.ID.IsZero() || m.Method == "" && !bytes.Contains(line, []byte(`"method"`)) {
+				t.Fatal("request without id or method")
+			}
+		case jsonrpc.KindNotification:
+			if !m.ID.IsZero() {
+				t.Fatal("notification with an id")
+			}
+		case jsonrpc.KindResponse:
+			if (m.Result == nil) == (m.Error == nil) {
+				t.Fatal("response needs exactly one of result and error")
+			}
+		default:
+			t.Fatalf("kind %d", m.Kind)
+		}
+		// What the proxy would send back must itself parse.
+		if _, err := jsonrpc.Parse(jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeBlocked, string(line), nil)); err != nil {
+			t.Fatalf("error response to an accepted message does not parse: %v", err)
+		}
+	})
+}
+
+// checkNames is an independent check: no object anywhere holds two names
+// equal under case folding (exact duplicates included).
+func checkNames(b []byte) error {
+	d := jsontext.NewDecoder(bytes.NewReader(b), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	var stack [][]string
+	for {
+		tok, err := d.ReadToken()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch tok.Kind() {
+		case '{':
+			stack = append(stack, []string{})
+		case '[':
+			stack = append(stack, nil)
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+		case '"':
+			depth := d.StackDepth()
+			if k, n := d.StackIndex(depth); k == '{' && n%2 == 1 {
+				name := tok.String()
+				top := stack[len(stack)-1]
+				for _, o := range top {
+					if strings.EqualFold(o, name) {
+						return errors.New("names " + o + " and " + name)
+					}
+				}
+				stack[len(stack)-1] = append(top, name)
+			}
+		}
+	}
+}
+
+// FuzzReader: the framer gives back exactly the input's lines, without
+// terminators, and refuses exactly those over the limit.
+func FuzzReader(f *testing.F) {
+	f.Add([]byte("a\r\nbb\n\nccc"), 2)
+	f.Add([]byte(strings.Repeat("x", 70000)+"\nshort\n"), 65536)
+	f.Add([]byte("\r\r\n\n"), 0)
+	f.Fuzz(func(t *testing.T, in []byte, max int) {
+		if max <= 0 || max > 1<<20 {
+			max = 1 + (max&0xffff+0xffff)%0xffff
+		}
+		var want []string
+		pieces := strings.Split(string(in), "\n")
+		if pieces[len(pieces)-1] == "" {
+			pieces = pieces[:len(pieces)-1]
+		}
+		for _, p := range pieces {
+			p = strings.TrimSuffix(p, "\r")
+			if len(p) > max {
+				want = append(want, "<too long>")
+			} else {
+				want = append(want, p)
+			}
+		}
+		r := jsonrpc.NewReader(bytes.NewReader(in), max)
+		var got []string
+		for {
+			line, err := r.ReadLine()
+			if err == io.EOF {
+				break
+			}
+			var tl *jsonrpc.LineTooLongError
+			if errors.As(err, &tl) {
+				got = append(got, "<too long>")
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, string(line))
+		}
+		if strings.Join(got, "\x00|") != strings.Join(want, "\x00|") {
+			t.Fatalf("max %d\ngot  %q\nwant %q", max, got, want)
+		}
+	})
+}
