@@ -34,7 +34,7 @@ func (sc *scanner) checkTags(path, s string) {
 			j += m
 		}
 		if !flagSequence(s, i, j) {
-			sc.add(r, path, s[i:j])
+			sc.addSpan(r, path, s, i, j)
 			return
 		}
 		i = j
@@ -92,7 +92,7 @@ func (sc *scanner) checkBidi(path, s string) {
 		_, m := utf8.DecodeRuneInString(s[end:])
 		end += m
 	}
-	sc.add(sc.set.checks["bidi"], path, s[at:end])
+	sc.addSpan(sc.set.checks["bidi"], path, s, at, end)
 }
 
 // checkMixedScript reports words that mix Latin letters with Cyrillic or
@@ -105,7 +105,7 @@ func (sc *scanner) checkMixedScript(path, s string) {
 	latin, look := 0, 0
 	flush := func(end int) bool {
 		if start >= 0 && latin > 0 && look > 0 {
-			sc.add(sc.set.checks["mixed-script"], path, s[start:end])
+			sc.addSpan(sc.set.checks["mixed-script"], path, s, start, end)
 			return true
 		}
 		return false
@@ -286,13 +286,13 @@ func (sc *scanner) checkCrossTool(path string, nt *normText) {
 			ra, rb := nt.rawSpan(k, e)
 			for _, re := range crossToolOrders {
 				if re.MatchString(sent) {
-					sc.add(sc.set.checks["cross-tool"], path, nt.raw[ra:rb])
+					sc.addSpan(sc.set.checks["cross-tool"], path, nt.raw, ra, rb)
 					return
 				}
 			}
 			for _, re := range crossToolPrefer {
 				if re.MatchString(sent) {
-					sc.add(sc.set.checks["cross-tool-prefer"], path, nt.raw[ra:rb])
+					sc.addSpan(sc.set.checks["cross-tool-prefer"], path, nt.raw, ra, rb)
 				}
 			}
 		}

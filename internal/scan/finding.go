@@ -31,8 +31,8 @@ type Finding struct {
 	Rule        string   `json:"rule"`     // e.g. "conceal-from-user"
 	Category    string   `json:"category"` // e.g. "concealment"
 	Severity    Severity `json:"severity"` // "low", "medium" or "high"
-	Path        string   `json:"path"`    // JSON path in the item, e.g. "description", "inputSchema.properties.x.description"
-	Snippet     string   `json:"snippet"` // the matched text, invisible characters made visible (<U+200B>)
+	Path        string   `json:"path"`     // JSON path in the item, e.g. "description", "inputSchema.properties.x.description"
+	Snippet     string   `json:"snippet"`  // the matched text, invisible characters made visible (<U+200B>)
 	Explanation string   `json:"explanation"`
 }
 

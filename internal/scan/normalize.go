@@ -67,8 +67,11 @@ var confusable = map[rune]rune{
 // compatibility decomposition (NFKD, which includes NFKC's mapping of
 // full-width, mathematical and ligature forms) with combining marks dropped,
 // then confusables are mapped and all whitespace becomes a space (newlines
-// stay). Working per character keeps the map to raw offsets exact.
-func normalize(s string, nt *normText) {
+// stay). Working per character keeps the map to raw offsets exact. For an
+// identifier (a tool or property name), "_", "-", "." and a lower-to-upper
+// case change also separate words, so ignore_previous_instructions and
+// ignorePreviousInstructions read as the phrase they spell.
+func normalize(s string, nt *normText, ident bool) {
 	nt.raw = s
 	var b, lb []byte
 	st, en := nt.start[:0], nt.end[:0]
@@ -100,6 +103,11 @@ func normalize(s string, nt *normText) {
 		if c < utf8.RuneSelf {
 			switch {
 			case c == '\n':
+				emit(c, i, i+1)
+			case ident && (c == '_' || c == '-' || c == '.'):
+				emit(' ', i, i+1)
+			case ident && c >= 'A' && c <= 'Z' && i > 0 && s[i-1] >= 'a' && s[i-1] <= 'z':
+				emit(' ', i, i+1)
 				emit(c, i, i+1)
 			case c == '\t' || c == '\r' || c == '\v' || c == '\f':
 				emit(' ', i, i+1)

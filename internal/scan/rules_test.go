@@ -11,6 +11,7 @@ var exampleSiblings = []string{"send_email", "read_file", "list_files", "search"
 
 func scanExample(r *Rule, s string) []Finding {
 	sc := newScanner()
+	sc.keepAll = true
 	if strings.HasPrefix(r.Check, "cross-tool") {
 		for _, n := range exampleSiblings {
 			sc.addSibling(n)

@@ -123,8 +123,11 @@ type scanner struct {
 	out      []Finding
 	order    map[string]int // path -> order first seen, for sorting
 	seen     map[[2]string]bool
+	spans    map[string][]span // raw spans of findings per path (one string per path)
 	nstrings int
-	decoded  int // nesting of encoded-payload rescans
+	decoded  int  // nesting of encoded-payload rescans
+	ident    bool // the string being scanned is an identifier (a name)
+	keepAll  bool // report findings that another one covers (tests of single rules)
 	hit      []bool
 	nt       normText
 }
@@ -136,7 +139,7 @@ func newScanner() *scanner {
 
 func (sc *scanner) addSibling(name string) {
 	var nt normText
-	normalize(name, &nt)
+	normalize(name, &nt, false)
 	l := strings.TrimSpace(nt.lower)
 	if len(l) < 3 {
 		return
@@ -178,6 +181,31 @@ func (sc *scanner) add(r *Rule, path, snippet string) {
 		Path: path, Snippet: shorten(Visible(snippet)), Explanation: r.Explanation})
 }
 
+type span struct {
+	a, b int
+	sev  Severity
+	raw  bool // found by a rule on the raw characters
+}
+
+// addSpan adds a finding for s[a:b] unless a finding of at least the same
+// severity already covers that text: "[SYSTEM OVERRIDE]" is one sign, not
+// one per rule that recognizes part of it. Findings about characters and
+// findings about words do not hide each other: hidden text is shown and
+// what it says is reported.
+func (sc *scanner) addSpan(r *Rule, path, s string, a, b int) {
+	raw := r.On == "raw" || r.Check == "tag-chars" || r.Check == "bidi" || r.Check == "mixed-script"
+	for _, sp := range sc.spans[path] {
+		if !sc.keepAll && sp.a <= a && b <= sp.b && sp.sev >= r.Severity && sp.raw == raw {
+			return
+		}
+	}
+	if sc.spans == nil {
+		sc.spans = map[string][]span{}
+	}
+	sc.spans[path] = append(sc.spans[path], span{a, b, r.Severity, raw})
+	sc.add(r, path, s[a:b])
+}
+
 // shorten keeps a snippet to one short line.
 func shorten(s string) string {
 	const max = 60
@@ -207,7 +235,9 @@ func (sc *scanner) walk(dec *jsontext.Decoder, path string, depth int) error {
 	}
 	switch tok.Kind() {
 	case '"':
+		sc.ident = path == "name"
 		sc.text(path, tok.String())
+		sc.ident = false
 	case '{':
 		for dec.PeekKind() != '}' {
 			kt, err := dec.ReadToken()
@@ -216,7 +246,9 @@ func (sc *scanner) walk(dec *jsontext.Decoder, path string, depth int) error {
 			}
 			key := kt.String()
 			if !schemaKeyword[key] {
+				sc.ident = true
 				sc.text(path+"["+strconv.Quote(key)+"]", key)
+				sc.ident = false
 			}
 			if sc.skipKeys[key] {
 				if err := dec.SkipValue(); err != nil {
@@ -299,8 +331,8 @@ func (sc *scanner) text(path, s string) {
 	set := sc.set
 	if needsRaw(s) {
 		for _, r := range set.raw {
-			if snip, ok := r.find(s); ok {
-				sc.add(r, path, snip)
+			if a, b, ok := r.findSpan(s); ok {
+				sc.addSpan(r, path, s, a, b)
 			}
 		}
 		sc.checkTags(path, s)
@@ -308,7 +340,7 @@ func (sc *scanner) text(path, s string) {
 		sc.checkMixedScript(path, s)
 	}
 	nt := &sc.nt
-	normalize(s, nt)
+	normalize(s, nt, sc.ident)
 	hit := sc.hit
 	for i := range hit {
 		hit[i] = false
@@ -327,7 +359,7 @@ func (sc *scanner) text(path, s string) {
 		}
 		if a, b, ok := r.findSpan(target); ok {
 			ra, rb := nt.rawSpan(a, b)
-			sc.add(r, path, s[ra:rb])
+			sc.addSpan(r, path, s, ra, rb)
 		}
 	}
 	if sc.decoded == 0 {
@@ -352,15 +384,6 @@ func needsRaw(s string) bool {
 		}
 	}
 	return false
-}
-
-// find returns the snippet of the rule's first match in s.
-func (r *Rule) find(s string) (string, bool) {
-	a, b, ok := r.findSpan(s)
-	if !ok {
-		return "", false
-	}
-	return s[a:b], true
 }
 
 // findSpan returns the span of the snippet of the rule's first match in s
