@@ -41,6 +41,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
@@ -518,10 +519,12 @@ func ReadOnlyPath(line string) string {
 			return ""
 		}
 		p := rest[:e]
-		if strings.HasPrefix(p, "/") {
-			return p
+		// The line is the server's: a path is printed in the hint only
+		// when it looks like one.
+		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "'\"") || strings.IndexFunc(p, unicode.IsControl) >= 0 {
+			return ""
 		}
-		return ""
+		return p
 	}
 	return ""
 }
