@@ -1,7 +1,6 @@
 package pin
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -24,8 +23,9 @@ const maxDepth = 128
 // Input must be valid UTF-8 JSON with no duplicate member names; anything
 // else is an error, never a guess.
 func Canonical(raw []byte) ([]byte, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(raw))
-	out, _, err := normalize(dec, nil, 0)
+	dec, done := getDecoder(raw)
+	defer done()
+	out, _, err := normalize(dec, make([]byte, 0, len(raw)), 0)
 	if err != nil {
 		return nil, err
 	}

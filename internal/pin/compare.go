@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -51,7 +52,11 @@ func ItemKey(k Kind, raw jsontext.Value) (string, error) {
 	if raw.Kind() != '{' {
 		return "", fmt.Errorf("a %s is not a JSON object", k.Noun())
 	}
-	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	if key, ok := fastKey(raw, k.keyField()); ok && key != "" {
+		return key, nil
+	}
+	dec, done := getDecoder(raw)
+	defer done()
 	if _, err := dec.ReadToken(); err != nil {
 		return "", err
 	}
@@ -99,15 +104,70 @@ func index(k Kind, items []jsontext.Value) (map[string]int, error) {
 	return m, nil
 }
 
+// Index is an approved list ready for comparing, built once and reused for
+// every list a session compares against it.
+type Index struct {
+	kind  Kind
+	items []jsontext.Value
+	pos   map[string]int
+
+	mu    sync.Mutex
+	canon map[int][]byte // canonical forms, computed when first needed
+	equiv map[int][]byte // other bytes found to be the same definition
+}
+
+// NewIndex indexes the approved items of kind k.
+func NewIndex(k Kind, approved []jsontext.Value) (*Index, error) {
+	pos, err := index(k, approved)
+	if err != nil {
+		return nil, fmt.Errorf("approved pins: %w", err)
+	}
+	return &Index{kind: k, items: approved, pos: pos, canon: map[int][]byte{}, equiv: map[int][]byte{}}, nil
+}
+
+// Get returns the approved item with the key, nil when there is none.
+func (ix *Index) Get(key string) jsontext.Value {
+	if ix == nil {
+		return nil
+	}
+	if j, ok := ix.pos[key]; ok {
+		return ix.items[j]
+	}
+	return nil
+}
+
+func (ix *Index) canonical(j int) ([]byte, error) {
+	ix.mu.Lock()
+	c, ok := ix.canon[j]
+	ix.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	c, err := Canonical(ix.items[j])
+	if err != nil {
+		return nil, err
+	}
+	ix.mu.Lock()
+	ix.canon[j] = c
+	ix.mu.Unlock()
+	return c, nil
+}
+
 // Compare returns every difference between the approved items of kind k and
 // the current ones, sorted by key. Items compare by their Canonical form, so
 // member order, whitespace, escapes and empty members never count; identical
 // bytes are taken as equal without canonicalizing.
 func Compare(k Kind, approved, current []jsontext.Value) ([]Change, error) {
-	ai, err := index(k, approved)
+	ix, err := NewIndex(k, approved)
 	if err != nil {
-		return nil, fmt.Errorf("approved pins: %w", err)
+		return nil, err
 	}
+	return ix.Compare(current)
+}
+
+// Compare is the package-level Compare against the indexed approved items.
+func (ix *Index) Compare(current []jsontext.Value) ([]Change, error) {
+	k, approved, ai := ix.kind, ix.items, ix.pos
 	ci, err := index(k, current)
 	if err != nil {
 		return nil, err
@@ -122,13 +182,27 @@ func Compare(k Kind, approved, current []jsontext.Value) ([]Change, error) {
 		if bytes.Equal(current[i], approved[j]) {
 			continue
 		}
-		fields, err := changedFields(approved[j], current[i])
+		ix.mu.Lock()
+		eq := bytes.Equal(current[i], ix.equiv[j])
+		ix.mu.Unlock()
+		if eq {
+			continue // a server that re-serializes sends the same other bytes each time
+		}
+		oc, err := ix.canonical(j)
+		if err != nil {
+			return nil, fmt.Errorf("approved %s %q: %w", k.Noun(), key, err)
+		}
+		fields, err := changedFields(oc, current[i])
 		if err != nil {
 			return nil, fmt.Errorf("%s %q: %w", k.Noun(), key, err)
 		}
 		if fields != nil {
 			out = append(out, Change{Kind: k, Key: key, Op: Changed, Old: approved[j], New: current[i], Fields: fields})
+			continue
 		}
+		ix.mu.Lock()
+		ix.equiv[j] = current[i]
+		ix.mu.Unlock()
 	}
 	for key, j := range ai {
 		if _, ok := ci[key]; !ok {
@@ -141,11 +215,7 @@ func Compare(k Kind, approved, current []jsontext.Value) ([]Change, error) {
 
 // changedFields returns the top-level members whose canonical forms differ,
 // or nil when the two items are the same definition.
-func changedFields(old, cur jsontext.Value) ([]string, error) {
-	oc, err := Canonical(old)
-	if err != nil {
-		return nil, err
-	}
+func changedFields(oc []byte, cur jsontext.Value) ([]string, error) {
 	cc, err := Canonical(cur)
 	if err != nil {
 		return nil, err

@@ -346,16 +346,23 @@ func readAtMost(fh *os.File, n int64) ([]byte, error) {
 // changed file is written to a temporary file, synced, and renamed over the
 // old one.
 func (st Store) Update(name string, fn func(f *File) (bool, error)) (*File, error) {
+	f, _, err := st.update(name, fn)
+	return f, err
+}
+
+// update is Update that also returns the identity of the pin file as it is
+// when the lock is released (nil when there is none), for unchanged.
+func (st Store) update(name string, fn func(f *File) (bool, error)) (*File, os.FileInfo, error) {
 	p, err := st.path(name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := os.MkdirAll(st.Dir, 0o700); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	lk := flock.New(p+".lock", flock.SetPermissions(0o600))
 	if err := lk.Lock(); err != nil {
-		return nil, fmt.Errorf("cannot lock the pins of %q: %w", name, err)
+		return nil, nil, fmt.Errorf("cannot lock the pins of %q: %w", name, err)
 	}
 	defer lk.Unlock()
 	f, err := loadPath(p, name)
@@ -363,20 +370,35 @@ func (st Store) Update(name string, fn func(f *File) (bool, error)) (*File, erro
 		f, err = &File{Format: Format, Server: name}, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	changed, err := fn(f)
-	if err != nil || !changed {
-		return f, err
+	if err == nil && changed {
+		if f.Pending != nil && f.Pending.empty() {
+			f.Pending = nil
+		}
+		var b []byte
+		if b, err = f.Marshal(); err == nil {
+			err = writeAtomic(p, b)
+		}
 	}
-	if f.Pending != nil && f.Pending.empty() {
-		f.Pending = nil
-	}
-	b, err := f.Marshal()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return f, writeAtomic(p, b)
+	fi, _ := os.Stat(p)
+	return f, fi, nil
+}
+
+// unchanged reports whether the pin file of name is still the one fi
+// describes. Every write replaces the file (a new inode), so the same file
+// with the same size and time has not been written since.
+func (st Store) unchanged(name string, fi os.FileInfo) bool {
+	p, err := st.path(name)
+	if err != nil || fi == nil {
+		return false
+	}
+	now, err := os.Stat(p)
+	return err == nil && os.SameFile(now, fi) && now.Size() == fi.Size() && now.ModTime().Equal(fi.ModTime())
 }
 
 func writeAtomic(p string, b []byte) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -89,15 +90,16 @@ type Policy struct {
 
 	mu    sync.Mutex
 	state map[Kind]*kindState
+	cache map[Kind]*cachedIndex
 }
 
 // kindState is what this session last found for one kind.
 type kindState struct {
-	checked  bool                      // compared since the last list_changed
-	approved map[string]jsontext.Value // approved items by key
-	drifted  map[string]bool           // keys added or changed (for gates)
-	lock     string                    // non-empty: the kind is locked; the text after "mcpcage blocked METHOD: "
-	reason   string                    // the same, short, for blocked calls
+	checked  bool            // compared since the last list_changed
+	approved *Index          // approved items
+	drifted  map[string]bool // keys added or changed (for gates)
+	lock     string          // non-empty: the kind is locked; the text after "mcpcage blocked METHOD: "
+	reason   string          // the same, short, for blocked calls
 }
 
 // New returns the pin policy for one session.
@@ -114,7 +116,7 @@ func New(cfg Config) *Policy {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Policy{cfg: cfg, state: map[Kind]*kindState{}}
+	return &Policy{cfg: cfg, state: map[Kind]*kindState{}, cache: map[Kind]*cachedIndex{}}
 }
 
 var listKinds = map[string]Kind{
@@ -211,7 +213,7 @@ func (p *Policy) gate(m *jsonrpc.Message, k Kind, key string) proxy.Verdict {
 	st := p.state[k]
 	switch k {
 	case Tools:
-		def := st.approved[key]
+		def := st.approved.Get(key)
 		if p.cfg.Filter.Hides(key, def) {
 			return reply(errorMsg(m.ID, jsonrpc.CodeInvalidParams, "Unknown tool: "+key))
 		}
@@ -419,16 +421,29 @@ func parsePage(result []byte, k Kind) ([]jsontext.Value, string, error) {
 	return items, next, nil
 }
 
-// check compares items with the pins under the pin file's lock, records
-// first use or pending drift, and sets this session's state for k.
+// check compares items with the pins, records first use or pending drift,
+// and sets this session's state for k.
+//
+// The usual case, nothing changed and the pin file untouched since this
+// session last read it, is decided from the cached index without taking the
+// lock; anything else is decided under the pin file's lock from a fresh read.
 func (p *Policy) check(k Kind, items []jsontext.Value) error {
 	if items == nil {
 		items = []jsontext.Value{}
 	}
+	p.mu.Lock()
+	c := p.cache[k]
+	p.mu.Unlock()
+	if c != nil && p.cfg.Store.unchanged(p.cfg.Name, c.fi) {
+		if ch, err := c.ix.Compare(items); err == nil && len(ch) == 0 {
+			p.setState(k, &kindState{checked: true, approved: c.ix})
+			return nil
+		}
+	}
 	var changes []Change
 	var lock, reason string
 	var approved []jsontext.Value
-	_, err := p.cfg.Store.Update(p.cfg.Name, func(f *File) (bool, error) {
+	_, fi, err := p.cfg.Store.update(p.cfg.Name, func(f *File) (bool, error) {
 		changes, lock, reason, approved = nil, "", "", nil
 		now := p.cfg.Now().UTC()
 		// No instructions at all need no approval, even under --strict.
@@ -475,12 +490,11 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 	if err != nil {
 		return err
 	}
-	st := &kindState{checked: true, lock: lock, reason: reason, approved: map[string]jsontext.Value{}, drifted: map[string]bool{}}
-	for _, it := range approved {
-		if key, err := ItemKey(k, it); err == nil {
-			st.approved[key] = it
-		}
+	ix, err := NewIndex(k, approved)
+	if err != nil {
+		return err
 	}
+	st := &kindState{checked: true, lock: lock, reason: reason, approved: ix, drifted: map[string]bool{}}
 	for _, c := range changes {
 		if c.Op != Removed {
 			st.drifted[c.Key] = true
@@ -494,9 +508,26 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 		}
 	}
 	p.mu.Lock()
+	if lock == "" && fi != nil {
+		p.cache[k] = &cachedIndex{fi: fi, ix: ix}
+	} else {
+		delete(p.cache, k)
+	}
+	p.mu.Unlock()
+	p.setState(k, st)
+	return nil
+}
+
+// cachedIndex is an approved list and the pin file it was read from.
+type cachedIndex struct {
+	fi os.FileInfo
+	ix *Index
+}
+
+func (p *Policy) setState(k Kind, st *kindState) {
+	p.mu.Lock()
 	p.state[k] = st
 	p.mu.Unlock()
-	return nil
 }
 
 func definitions(k Kind) string {
