@@ -33,7 +33,7 @@ var fixtures = []struct {
 	{"copilot_mcp-config.json", "copilot-cli", []string{"playwright", "sentry"}},
 	{"zed_settings.json", "zed", []string{"mcp-server-context7", "postgres", "disabled-one"}},
 	{"cline_mcp_settings.json", "cline", []string{"github.com/modelcontextprotocol/servers/tree/main/src/filesystem", "tavily"}},
-	{"gemini_settings.json", "gemini-cli", []string{"github", "py-tools"}},
+	{"gemini_settings.json", "gemini-cli", []string{"github"}},
 	{"codex_config.toml", "codex", []string{"context7", "docs", "notes/~ana", "récits"}},
 }
 

@@ -1,7 +1,10 @@
 package clients
 
 import (
+	"errors"
+	"fmt"
 	"os"
+	"regexp"
 	"path/filepath"
 	"strings"
 
@@ -188,8 +191,24 @@ func (s Server) Cageable() (bool, string) {
 	if len(s.Args) == 0 {
 		return false, "no args: there is no package to run"
 	}
+	// The same parser `mcpcage run` uses: an entry is caged only if run
+	// will accept it.
+	if _, err := cage.ParseCommand(append([]string{s.Command}, s.Args...)); err != nil {
+		var ue *cage.UsageError
+		if errors.As(err, &ue) && ue.Hint != "" {
+			return false, err.Error() + "; " + ue.Hint
+		}
+		return false, err.Error()
+	}
+	for _, n := range s.EnvNames() {
+		if !envName.MatchString(n) {
+			return false, fmt.Sprintf("env variable %q cannot be passed by name to the cage", n)
+		}
+	}
 	return true, ""
 }
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // WrapArgs is what a cageable entry's args start with once caged; the
 // original command and args follow.
