@@ -49,10 +49,12 @@ else:
     for u, p in (('UV_INDEX_URL', 'PIP_INDEX_URL'), ('UV_DEFAULT_INDEX', 'PIP_INDEX_URL'), ('UV_EXTRA_INDEX_URL', 'PIP_EXTRA_INDEX_URL')):
         if os.environ.get(u) and not os.environ.get(p):
             os.environ[p] = os.environ[u]
-    code, log = run([sys.executable, '-m', 'venv', venv])
+    # The image's own pip installs into the venv (pip --python), so the venv
+    # needs no pip of its own: ensurepip would cost seconds per install.
+    code, log = run([sys.executable, '-m', 'venv', '--without-pip', venv])
     if code == 0:
-        code, log = run([vpy, '-m', 'pip', 'install', '--no-cache-dir', '--disable-pip-version-check', '--no-input',
-                         '--only-binary=:all:', '--', req])
+        code, log = run([sys.executable, '-m', 'pip', '--python', vpy, 'install', '--no-cache-dir',
+                         '--disable-pip-version-check', '--no-input', '--only-binary=:all:', '--', req])
 
 def index_files(pkg):
     """File names the index offers for pkg, or None when it has no such project."""
