@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpcage/mcpcage/internal/clients"
+)
+
+// TestProtectFixStartsCaged: entries caged by `protect --fix` start as a
+// client starts them (the command and args from the file, the env block as
+// the environment) and list their tools, in the real cage.
+func TestProtectFixStartsCaged(t *testing.T) {
+	dir := stateDir(t)
+	homeDir := filepath.Join(dir, "home")
+	t.Setenv("MCPCAGE_HOME", filepath.Join(dir, "mcpcage"))
+
+	docs := filepath.Join(dir, "docs")
+	if err := os.MkdirAll(docs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(docs, "readme.txt"), []byte("seen through the cage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(homeDir, ".config", "Claude", "claude_desktop_config.json")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	orig := []byte(`{
+  "mcpServers": {
+    "everything": {
+      "command": "npx",
+      "args": ["-y", "` + everything + `"],
+      "env": {"E2E_GREETING": "hello from the env block"}
+    },
+    "docs": {
+      "command": "npx",
+      "args": ["-y", "` + filesystem + `", "` + docs + `"]
+    }
+  }
+}
+`)
+	if err := os.WriteFile(cfg, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// The path a client would start: the mcpcage on PATH (the test's own
+	// program under that name; os.Executable would name the test binary).
+	exe, err := exec.LookPath("mcpcage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	opts := &ProtectOptions{
+		IO:     &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+		Layout: clients.Layout{OS: "linux", Home: homeDir, Getenv: func(string) string { return "" }},
+		Fix:    true, Yes: true, Exe: exe, Now: time.Now,
+	}
+	if err := protectRun(opts); err != nil {
+		t.Fatalf("protect --fix: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "Caged 2 servers in 1 file") {
+		t.Fatalf("protect --fix said:\n%s", out.String())
+	}
+
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := clients.Lookup("claude-desktop")
+	srvs, err := clients.Read(c.Format, data, c.Tables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range srvs {
+		if !s.Caged() || s.Command != exe {
+			t.Fatalf("%s not caged: %s %q", s.Name, s.Command, s.Args)
+		}
+		t.Run(s.Name, func(t *testing.T) {
+			// As a client does it: the file's command line, its env block
+			// added to the environment, nothing else.
+			cmd := exec.Command(s.Command, s.Args...)
+			cmd.Env = testEnv(dir)
+			for _, v := range s.Env {
+				cmd.Env = append(cmd.Env, v.Name+"="+v.Value)
+			}
+			stderr := &cageBuffer{}
+			cmd.Stderr = stderr
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			client := mcp.NewClient(&mcp.Implementation{Name: "mcpcage-protect-test", Version: "1"}, nil)
+			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+			if err != nil {
+				t.Fatalf("start %s %q: %v\nstderr:\n%s", s.Command, s.Args, err, stderr.String())
+			}
+			defer cs.Close()
+			names := toolNames(t, cs, stderr)
+			switch s.Name {
+			case "everything":
+				if !contains(names, "echo") {
+					t.Fatalf("tools %v lack echo", names)
+				}
+			case "docs":
+				// The folder argument is mounted read-only without any flag.
+				got, isErr := call(t, cs, "read_text_file", map[string]any{"path": filepath.Join(docs, "readme.txt")})
+				if isErr || !strings.Contains(got, "seen through the cage") {
+					t.Errorf("read_text_file: %q (error %v)\nstderr:\n%s", got, isErr, stderr.String())
+				}
+				got, isErr = call(t, cs, "write_file", map[string]any{"path": filepath.Join(docs, "new.txt"), "content": "x"})
+				if !isErr {
+					t.Errorf("writing the folder succeeded: %s", got)
+				}
+			}
+		})
+	}
+
+	// And unwrap gives the file back as it was.
+	out.Reset()
+	uo := &UnwrapOptions{ProtectOptions{IO: opts.IO, Layout: opts.Layout, Yes: true, Now: time.Now}}
+	if err := unwrapRun(uo); err != nil {
+		t.Fatalf("unwrap: %v\n%s", err, errOut.String())
+	}
+	if got, _ := os.ReadFile(cfg); !bytes.Equal(got, orig) {
+		t.Errorf("unwrap did not restore the file:\n%s", got)
+	}
+}
