@@ -40,6 +40,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -156,7 +157,7 @@ type Cage struct {
 
 	done     chan struct{} // closed when the container has stopped
 	exitCode int
-	oom      bool
+	oom      atomic.Bool
 	waitErr  error
 
 	demuxed  chan struct{}
@@ -261,7 +262,9 @@ func (c *Cage) wait() {
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if info, err := c.cli.ContainerInspect(ictx, c.id); err == nil && info.State != nil {
-		c.oom = info.State.OOMKilled
+		if info.State.OOMKilled {
+			c.oom.Store(true)
+		}
 	}
 }
 
@@ -374,7 +377,7 @@ func (c *Cage) Exited() bool {
 func (c *Cage) OOMKilled() bool {
 	select {
 	case <-c.done:
-		return c.oom
+		return c.oom.Load()
 	default:
 		return false
 	}
@@ -392,9 +395,18 @@ func (c *Cage) Killed() bool {
 // cancelled: a cage is removed even when mcpcage is interrupted.
 func (c *Cage) Stop(ctx context.Context) error {
 	c.stopOnce.Do(func() {
-		c.killed = !c.Exited()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 		defer cancel()
+		// Whether the server still ran is read from the engine: the wait
+		// goroutine may not have heard of an exit yet.
+		if info, err := c.cli.ContainerInspect(rctx, c.id); err == nil && info.State != nil {
+			c.killed = info.State.Running
+			if info.State.OOMKilled {
+				c.oom.Store(true)
+			}
+		} else {
+			c.killed = !c.Exited()
+		}
 		err := c.cli.ContainerRemove(rctx, c.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !client.IsErrNotFound(err) {
 			c.stopErr = fmt.Errorf("cannot remove container %s: %s", c.name, oneLine(err))
