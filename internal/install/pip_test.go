@@ -240,4 +240,3 @@ func TestUVXSourceOnlyRefused(t *testing.T) {
 		t.Fatalf("missing package: got %v, want NotFoundError", err)
 	}
 }
-

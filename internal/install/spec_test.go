@@ -1,0 +1,147 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestParseSpec(t *testing.T) {
+	good := []struct {
+		kind, in       string
+		name, ver, req string
+		exact          bool
+	}{
+		{"npx", "pkg", "pkg", "", "pkg", false},
+		{"npx", "pkg@1.2.3", "pkg", "1.2.3", "pkg@1.2.3", true},
+		{"npx", "pkg@v1.2.3", "pkg", "1.2.3", "pkg@1.2.3", true},
+		{"npx", "@scope/pkg", "@scope/pkg", "", "@scope/pkg", false},
+		{"npx", "@scope/pkg@latest", "@scope/pkg", "latest", "@scope/pkg@latest", false},
+		{"npx", "@modelcontextprotocol/server-filesystem@2025.8.21", "@modelcontextprotocol/server-filesystem", "2025.8.21", "@modelcontextprotocol/server-filesystem@2025.8.21", true},
+		{"npx", "pkg@^1.2", "pkg", "^1.2", "pkg@^1.2", false},
+		{"npx", "pkg@1.0.0-beta.1", "pkg", "1.0.0-beta.1", "pkg@1.0.0-beta.1", true},
+		{"uvx", "mcp-server-fetch", "mcp-server-fetch", "", "mcp-server-fetch", false},
+		{"uvx", "MCP_Server.Fetch==2025.1.1", "mcp-server-fetch", "2025.1.1", "mcp-server-fetch==2025.1.1", true},
+		{"uvx", "mcp-server-git@1.0", "mcp-server-git", "1.0", "mcp-server-git==1.0", true},
+		{"uvx", "mcp-server-git@latest", "mcp-server-git", "", "mcp-server-git", false},
+		{"uvx", "pkg[cli,extra]==2.0", "pkg", "2.0", "pkg[cli,extra]==2.0", true},
+	}
+	for _, g := range good {
+		sp, err := ParseSpec(g.kind, g.in)
+		if err != nil {
+			t.Errorf("%s %q: %v", g.kind, g.in, err)
+			continue
+		}
+		if sp.Name != g.name || sp.Version != g.ver || sp.Exact != g.exact || sp.Requirement("") != g.req {
+			t.Errorf("%s %q: got %+v req %q", g.kind, g.in, sp, sp.Requirement(""))
+		}
+	}
+	bad := []struct{ kind, in string }{
+		{"npx", ""}, {"npx", "-g"}, {"npx", "--registry=http://x"}, {"npx", "pkg@"}, {"npx", "pkg@-1"},
+		{"npx", "https://example.invalid/x.tgz"}, {"npx", "git+ssh://git@host/x.git"}, {"npx", "github:user/repo"},
+		{"npx", "./local"}, {"npx", "/abs/path"}, {"npx", "file:../x"}, {"npx", "alias@npm:pkg@1"},
+		{"npx", "pkg@1.0.0 --foo"}, {"npx", "@scope/"}, {"npx", "a/b/c"}, {"npx", ".hidden"}, {"npx", "_under"},
+		{"npx", "pkg\n"}, {"npx", strings.Repeat("a", 300)},
+		{"uvx", ""}, {"uvx", "-e"}, {"uvx", "git+https://host/x"}, {"uvx", "./dist/x.whl"}, {"uvx", "pkg=="},
+		{"uvx", "pkg==1.0; os_name=='nt'"}, {"uvx", "pkg[bad extra]"}, {"uvx", "pkg @ https://x/y.whl"},
+		{"uvx", "pkg==--index-url"}, {"pip", "pkg"},
+	}
+	for _, b := range bad {
+		if sp, err := ParseSpec(b.kind, b.in); err == nil {
+			t.Errorf("%s %q accepted as %+v", b.kind, b.in, sp)
+		}
+	}
+}
+
+func TestParseReport(t *testing.T) {
+	ok := "npm noise\nMCPCAGE-REPORT " + `{"name":"x","version":"1.2.3","command":["node","/srv/pkg/node_modules/x/cli.js"],"skipped":[{"name":"evil\u001b[2J","version":"1","scripts":["postinstall"]}]}` + "\n"
+	r, err := ParseReport([]byte(ok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Version != "1.2.3" || r.Skipped[0].Name != "evil?[2J" {
+		t.Fatalf("%+v", r)
+	}
+	bad := []string{
+		"",
+		"no marker at all",
+		`MCPCAGE-REPORT {"name":"x","version":"1.2.3","command":["/usr/bin/env","sh"],"skipped":[]}`,
+		`MCPCAGE-REPORT {"name":"x","version":"1.2.3","command":["node","/srv/pkg/../../etc/passwd"],"skipped":[]}`,
+		`MCPCAGE-REPORT {"name":"x","version":"1.2.3","command":["/srv/pkgx/run"],"skipped":[]}`,
+		`MCPCAGE-REPORT {"name":"x","version":"1.2.3","command":[],"skipped":[]}`,
+		`MCPCAGE-REPORT {"name":"x","version":"1.2.3 ; rm","command":["/srv/pkg/venv/bin/x"],"skipped":[]}`,
+		`MCPCAGE-REPORT {"name":"x","version":"1.2.3","command":["/srv/pkg/venv/bin/x"],"skipped":[],"extra":1}`,
+		`MCPCAGE-REPORT {"name":"x","version":"1","command":["/srv/pkg/venv/bin/x"]} {}`,
+		`MCPCAGE-REPORT {"failure":{"kind":"rm -rf","package":"x","detail":""}}`,
+	}
+	for _, b := range bad {
+		if r, err := ParseReport([]byte(b)); err == nil {
+			t.Errorf("accepted %q as %+v", b, r)
+		}
+	}
+	f, err := ParseReport([]byte(`MCPCAGE-REPORT {"name":"x","version":"","command":[],"skipped":[],"failure":{"kind":"source-only","package":"dep","detail":"no wheel"}}`))
+	if err != nil || f.Failure == nil || f.Failure.Package != "dep" {
+		t.Fatalf("failure report: %+v %v", f, err)
+	}
+}
+
+func TestEntryKey(t *testing.T) {
+	// The cache layout is documented byte for byte; this vector pins it.
+	got := EntryKey("npx", "pkg", "1.0.0", "sha256:abc")
+	// printf 'mcpcage package v1\nnpx\npkg\n1.0.0\nsha256:abc\n' | sha256sum | cut -c1-32
+	if got != "023945851bd18a29fa8078585bbc836c" {
+		t.Fatalf("key %q", got)
+	}
+	if EntryKey("npx", "pkg", "1.0.0", "sha256:abc") != got || EntryKey("npx", "pkg", "1.0.1", "sha256:abc") == got ||
+		EntryKey("uvx", "pkg", "1.0.0", "sha256:abc") == got || EntryKey("npx", "pkg", "1.0.0", "sha256:abd") == got {
+		t.Fatal("key does not depend on every part")
+	}
+}
+
+func TestImageResolution(t *testing.T) {
+	isolate(t)
+	cli := dockerClient(t)
+	ctx := context.Background()
+
+	ref, id, err := ImageFor(ctx, cli, "npx")
+	if err != nil {
+		t.Fatalf("node image: %v (run make images)", err)
+	}
+	if !strings.HasPrefix(id, "sha256:") || (ref != LocalNode && !strings.Contains(ref, "@sha256:")) {
+		t.Fatalf("node image %q %q", ref, id)
+	}
+	if _, _, err := ImageFor(ctx, cli, "uvx"); err != nil {
+		t.Fatalf("python image: %v", err)
+	}
+
+	t.Setenv(EnvNodeImage, "mcpcage/no-such-image:0")
+	_, _, err = ImageFor(ctx, cli, "npx")
+	var ie *ImageError
+	if !errors.As(err, &ie) {
+		t.Fatalf("missing override image: %v", err)
+	}
+	if want := "image mcpcage/no-such-image:0 (from MCPCAGE_IMAGE_NODE) not found"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("message %q lacks %q", err, want)
+	}
+	_, err = Ensure(ctx, cli, Request{Kind: "npx", Spec: "pkg"})
+	if !errors.As(err, &ie) {
+		t.Fatalf("Ensure with a missing image: %v", err)
+	}
+	if ents, _ := os.ReadDir(os.Getenv("MCPCAGE_HOME") + "/packages/npx"); len(ents) != 0 {
+		t.Fatal("cache entry without an image")
+	}
+
+	// An override that exists is used as it is, and only it.
+	t.Setenv(EnvNodeImage, LocalPython)
+	ref, _, err = ImageFor(ctx, cli, "npx")
+	if err != nil || ref != LocalPython {
+		t.Fatalf("override: %q %v", ref, err)
+	}
+
+	e := (&ImageError{Tried: []string{OfficialNode, LocalNode}}).Error()
+	if e != "image mcpcage/node:22 not found: run `make images` (or docker pull node:22-bookworm-slim)" {
+		t.Fatalf("message %q", e)
+	}
+}
