@@ -46,12 +46,14 @@ func IsBatch(line []byte) bool {
 	return false
 }
 
+var emptyBuffer = new(bytes.Buffer)
+
 var decPool = sync.Pool{New: func() any { return new(parser) }}
 
 type parser struct {
 	dec   jsontext.Decoder
-	rd    bytes.Reader
-	names [][]string // names seen in each open object, by depth
+	line  []byte
+	names [][][]byte // names seen in each open object, innermost last
 	folds []map[string]struct{}
 }
 
@@ -72,8 +74,11 @@ func Parse(line []byte) (*Message, error) {
 	}
 	p := decPool.Get().(*parser)
 	m, err := p.parse(line)
-	p.rd.Reset(nil)
-	p.dec.Reset(&p.rd)
+	p.dec.Reset(emptyBuffer) // drop the references to line
+	p.line = nil
+	for _, names := range p.names[:cap(p.names)] {
+		clear(names[:cap(names)])
+	}
 	decPool.Put(p)
 	if err != nil {
 		pe, ok := err.(*ParseError)
@@ -115,9 +120,9 @@ func invalid(format string, args ...any) error {
 var topNames = []string{"jsonrpc", "id", "method", "params", "result", "error"}
 var errorNames = []string{"code", "message", "data"}
 
-func nearMiss(name string, exact []string) (string, bool) {
+func nearMiss(name []byte, exact []string) (string, bool) {
 	for _, n := range exact {
-		if name != n && strings.EqualFold(name, n) {
+		if string(name) != n && bytes.EqualFold(name, []byte(n)) {
 			return n, true
 		}
 	}
@@ -125,8 +130,10 @@ func nearMiss(name string, exact []string) (string, bool) {
 }
 
 func (p *parser) parse(line []byte) (*Message, error) {
-	p.rd.Reset(line)
-	p.dec.Reset(&p.rd) // defaults: strict UTF-8, exact duplicate names refused
+	// A *bytes.Buffer is parsed in place, without copying into the
+	// decoder. Defaults: strict UTF-8, exact duplicate names refused.
+	p.dec.Reset(bytes.NewBuffer(line))
+	p.line = line
 	p.names = p.names[:0]
 	p.folds = p.folds[:0]
 	d := &p.dec
@@ -144,18 +151,14 @@ func (p *parser) parse(line []byte) (*Message, error) {
 		haveVersion, haveID, haveMethod, haveResult, haveError, nullID bool
 	)
 	for d.PeekKind() != '}' {
-		tok, err := d.ReadToken()
+		name, err := p.readName()
 		if err != nil {
-			return nil, err
-		}
-		name := tok.String()
-		if err := p.addName(name); err != nil {
 			return nil, err
 		}
 		if n, ok := nearMiss(name, topNames); ok {
 			return nil, invalid("member %q must be spelled %q", name, n)
 		}
-		switch name {
+		switch string(name) {
 		case "jsonrpc":
 			v, err := d.ReadValue()
 			if err != nil {
@@ -281,18 +284,14 @@ func (p *parser) errorObject(line []byte) (*Error, error) {
 	e := &Error{}
 	var haveCode, haveMsg bool
 	for d.PeekKind() != '}' {
-		tok, err := d.ReadToken()
+		name, err := p.readName()
 		if err != nil {
-			return nil, err
-		}
-		name := tok.String()
-		if err := p.addName(name); err != nil {
 			return nil, err
 		}
 		if n, ok := nearMiss(name, errorNames); ok {
 			return nil, invalid("member %q must be spelled %q", name, n)
 		}
-		switch name {
+		switch string(name) {
 		case "code":
 			v, err := d.ReadValue()
 			if err != nil {
@@ -345,11 +344,7 @@ func (p *parser) walk() error {
 	for {
 		if depth := d.StackDepth(); depth > base {
 			if k, n := d.StackIndex(depth); k == '{' && n%2 == 0 && d.PeekKind() == '"' {
-				tok, err := d.ReadToken()
-				if err != nil {
-					return err
-				}
-				if err := p.addName(tok.String()); err != nil {
+				if _, err := p.readName(); err != nil {
 					return err
 				}
 				continue
@@ -362,11 +357,7 @@ func (p *parser) walk() error {
 		switch tok.Kind() {
 		case '{':
 			p.push()
-		case '[':
-			// Arrays hold no names; the nil entry keeps depths aligned.
-			p.names = append(p.names, nil)
-			p.folds = append(p.folds, nil)
-		case '}', ']':
+		case '}':
 			p.pop()
 		}
 		if d.StackDepth() == base {
@@ -375,9 +366,36 @@ func (p *parser) walk() error {
 	}
 }
 
+// push opens an object's name set, reusing an earlier one's storage.
 func (p *parser) push() {
-	p.names = append(p.names, make([]string, 0, 8))
+	n := len(p.names)
+	if n < cap(p.names) {
+		p.names = p.names[:n+1]
+		p.names[n] = p.names[n][:0]
+	} else {
+		p.names = append(p.names, make([][]byte, 0, 8))
+	}
 	p.folds = append(p.folds, nil)
+}
+
+// readName reads an object member name and records it in the innermost
+// object. The name aliases the line when it has no escapes, so that the
+// common case costs no allocation.
+func (p *parser) readName() ([]byte, error) {
+	d := &p.dec
+	before := d.InputOffset()
+	tok, err := d.ReadToken()
+	if err != nil {
+		return nil, err
+	}
+	raw := bytes.TrimLeft(p.line[before:d.InputOffset()], " \t\r\n,{")
+	var name []byte
+	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		name = raw[1 : len(raw)-1]
+	} else {
+		name = []byte(tok.String())
+	}
+	return name, p.addName(name)
 }
 
 func (p *parser) pop() {
@@ -389,11 +407,11 @@ func (p *parser) pop() {
 // found by comparing pairs; larger objects use a map of folded names.
 const smallObject = 16
 
-func (p *parser) addName(name string) error {
+func (p *parser) addName(name []byte) error {
 	i := len(p.names) - 1
 	names := p.names[i]
 	if f := p.folds[i]; f != nil {
-		k := foldKey(name)
+		k := foldKey(string(name))
 		if _, dup := f[k]; dup {
 			return invalid("member names that differ only in case: %q", name)
 		}
@@ -401,7 +419,7 @@ func (p *parser) addName(name string) error {
 		return nil
 	}
 	for _, n := range names {
-		if strings.EqualFold(n, name) {
+		if bytes.EqualFold(n, name) {
 			return invalid("member names that differ only in case: %q and %q", n, name)
 		}
 	}
@@ -409,7 +427,7 @@ func (p *parser) addName(name string) error {
 	if len(names) > smallObject {
 		f := make(map[string]struct{}, len(names)*2)
 		for _, n := range names {
-			f[foldKey(n)] = struct{}{}
+			f[foldKey(string(n))] = struct{}{}
 		}
 		p.folds[i] = f
 	}

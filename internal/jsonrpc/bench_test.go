@@ -1,0 +1,26 @@
+package jsonrpc
+
+import (
+	"strings"
+	"testing"
+)
+
+func benchLine(size int) []byte {
+	head := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`
+	return []byte(head + strings.Repeat("x", size-len(head)-4) + `"}}}`)
+}
+
+func BenchmarkParse(b *testing.B) {
+	for _, size := range []int{200, 64 << 10} {
+		line := benchLine(size)
+		b.Run(map[int]string{200: "200B", 64 << 10: "64KiB"}[size], func(b *testing.B) {
+			b.SetBytes(int64(len(line)))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := Parse(line); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
