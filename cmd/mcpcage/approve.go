@@ -128,6 +128,7 @@ func approveRun(opts *ApproveOptions) error {
 	if err != nil {
 		return err
 	}
+	auditEvent(opts.IO, "approve", map[string]any{"server": opts.Name, "changes": n, "pending_set": opts.Hash})
 	fmt.Fprintf(w, "Approved %d changes for %q. Running sessions unlock at their next tools/list.\n", n, pin.Visible(opts.Name))
 	return nil
 }

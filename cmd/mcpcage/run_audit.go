@@ -64,6 +64,7 @@ type auditPolicy struct {
 	start   time.Time
 
 	mu      sync.Mutex
+	sess    *proxy.Session
 	started bool
 	ended   bool
 	pending map[string]pendingCall // by request id Key()
@@ -73,10 +74,11 @@ type auditPolicy struct {
 }
 
 type pendingCall struct {
-	start time.Time
-	tool  string
-	args  string
-	def   string
+	start  time.Time
+	tool   string
+	args   string
+	def    string
+	result []byte // the server's result, before any policy replaced it
 }
 
 func newAuditPolicy(rc *RunContext) (proxy.Policy, error) {
@@ -104,10 +106,30 @@ func newAuditPolicy(rc *RunContext) (proxy.Policy, error) {
 	}
 	var id [8]byte
 	_, _ = rand.Read(id[:])
-	return &auditPolicy{
+	p := &auditPolicy{
 		log: l, rc: rc, session: hex.EncodeToString(id[:]), start: time.Now(),
 		pending: map[string]pendingCall{}, defs: map[string]string{},
-	}, nil
+	}
+	rc.Audit = p.event
+	return p, nil
+}
+
+// event records another concern's event (pin, drift) in this session.
+func (p *auditPolicy) event(kind string, fields map[string]any) {
+	p.ensureStarted("")
+	f := map[string]any{"session": p.session}
+	for k, v := range fields {
+		f[k] = v
+	}
+	p.append(kind, f)
+}
+
+// auditEvent records a one-off event of a command that is not a session
+// (an approval). A failure is a warning: the command's own work is done.
+func auditEvent(io *IOStreams, kind string, fields map[string]any) {
+	if err := audit.AppendDefault(kind, fields); err != nil {
+		fmt.Fprintf(io.ErrOut, "mcpcage: audit: warning: the %s was not recorded in the audit log: %v\n", kind, err)
+	}
 }
 
 func (p *auditPolicy) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event) proxy.Verdict {
@@ -128,7 +150,11 @@ func (p *auditPolicy) append(kind string, fields map[string]any) {
 	}
 }
 
-func (p *auditPolicy) SessionStart(ctx context.Context, s *proxy.Session) {}
+func (p *auditPolicy) SessionStart(ctx context.Context, s *proxy.Session) {
+	p.mu.Lock()
+	p.sess = s
+	p.mu.Unlock()
+}
 
 // ensureStarted writes session_start before the first other record; it
 // waits for the initialize response when it can, to carry the protocol
@@ -140,6 +166,9 @@ func (p *auditPolicy) ensureStarted(protocol string) {
 		return
 	}
 	p.started = true
+	if protocol == "" && p.sess != nil {
+		protocol = p.sess.ProtocolVersion()
+	}
 	p.mu.Unlock()
 	l := p.rc.Launch
 	argv, _ := json.Marshal(l.Argv)
@@ -190,6 +219,7 @@ func (p *auditPolicy) Observe(ctx context.Context, s *proxy.Session, ev *proxy.E
 			delete(p.pending, m.ID.Key())
 			p.mu.Unlock()
 			if ok {
+				c.result = m.Result // findings are counted on what the server sent
 				p.writeCall(c, final, "server")
 			}
 			return
@@ -290,9 +320,9 @@ func (p *auditPolicy) writeCall(c pendingCall, final *jsonrpc.Message, by string
 		if r.IsError {
 			f["outcome"] = "is_error"
 		}
-		if auditFindings != nil {
-			f["findings"] = auditFindings(final.Result)
-		}
+	}
+	if auditFindings != nil && c.result != nil {
+		f["findings"] = auditFindings(c.result)
 	}
 	p.mu.Lock()
 	p.calls++

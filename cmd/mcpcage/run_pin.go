@@ -43,6 +43,11 @@ func init() {
 					ReadOnly: pinFlags.readOnlyTools,
 				},
 				HighFindings: pinHighFindings,
+				Event: func(kind string, fields map[string]any) {
+					if rc.Audit != nil {
+						rc.Audit(kind, fields)
+					}
+				},
 			}), nil
 		},
 	})

@@ -17,6 +17,10 @@ type RunContext struct {
 	Name   string        // the server's identity (--name, else derived from the launch)
 	Launch launch.Launch // what runs in the cage
 	Home   string        // $MCPCAGE_HOME, resolved
+	// Audit records an event of another concern (pins, drift) in the
+	// session's audit log; set by the audit extension when it builds its
+	// policy, so read it when the event happens, not at build time.
+	Audit func(kind string, fields map[string]any)
 	// Before are `mcpcage run`'s own policies (a server that never answers),
 	// consulted ahead of every extension's.
 	Before []proxy.Policy

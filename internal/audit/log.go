@@ -191,11 +191,14 @@ func Files(dir string) ([]int, error) {
 
 // Append writes one record and returns its sequence number. When it returns
 // nil the line is on disk (fsync). fields is a JSON object: a value that
-// encoding/json marshals to one, or json.RawMessage.
+// encoding/json marshals to one, or its compact JSON text as []byte or
+// json.RawMessage.
 func (l *Log) Append(kind string, fields any) (uint64, error) {
 	var fb []byte
 	switch f := fields.(type) {
 	case json.RawMessage:
+		fb = f
+	case []byte:
 		fb = f
 	case nil:
 		fb = []byte("{}")

@@ -38,6 +38,11 @@ type Config struct {
 	// string), given the whole list it came in. The lock message gives the
 	// total over what was added or changed.
 	HighFindings func(k Kind, item []byte, list []jsontext.Value) int
+	// Event, when set, hears what pinning did, for the audit log: "pin" (a
+	// first list was pinned) and "drift" (a list differs from the approved
+	// one, or --strict awaits a first approval; the session is locked).
+	// Fields hold names and counts, never definitions.
+	Event func(kind string, fields map[string]any)
 	// Limits; zero means the Default values.
 	MaxPages, MaxBytes, MaxItems int
 	Now                          func() time.Time
@@ -443,8 +448,9 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 	var changes []Change
 	var lock, reason string
 	var approved []jsontext.Value
+	var pinned bool
 	_, fi, err := p.cfg.Store.update(p.cfg.Name, func(f *File) (bool, error) {
-		changes, lock, reason, approved = nil, "", "", nil
+		changes, lock, reason, approved, pinned = nil, "", "", nil, false
 		now := p.cfg.Now().UTC()
 		// No instructions at all need no approval, even under --strict.
 		noInstructions := k == Instructions && len(items) == 1 && string(items[0]) == `""`
@@ -454,7 +460,7 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 			}
 			f.Approved.Set(k, items)
 			f.Approved.Time = now
-			approved = items
+			approved, pinned = items, true
 			return true, nil
 		}
 		var err error
@@ -490,6 +496,7 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 	if err != nil {
 		return err
 	}
+	p.event(k, pinned, lock != "", changes, len(items))
 	ix, err := NewIndex(k, approved)
 	if err != nil {
 		return err
@@ -663,4 +670,25 @@ func resultMsg(id jsonrpc.ID, text string, raw ...[]byte) []byte {
 	}
 	q, _ := jsontext.AppendQuote(nil, text)
 	return jsonrpc.NewResponse(id, []byte(`{"content":[{"type":"text","text":`+string(q)+`}],"isError":true}`))
+}
+
+// event tells Config.Event what check did.
+func (p *Policy) event(k Kind, pinned, locked bool, changes []Change, items int) {
+	if p.cfg.Event == nil || !pinned && !locked {
+		return
+	}
+	f := map[string]any{"server": p.cfg.Name, "what": k.Noun(), "items": items}
+	if pinned {
+		p.cfg.Event("pin", f)
+		return
+	}
+	var ch []string
+	for _, c := range changes {
+		if len(ch) == 100 {
+			break
+		}
+		ch = append(ch, c.Op.String()+" "+c.Key)
+	}
+	f["changes"], f["blocked"] = ch, true
+	p.cfg.Event("drift", f)
 }
