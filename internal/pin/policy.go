@@ -165,7 +165,8 @@ func (p *Policy) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event)
 			}
 			p.mu.Unlock()
 		}
-	case ev.Dir == proxy.ServerToClient && m.Kind == jsonrpc.KindResponse && ev.Method == "initialize" && m.Error == nil:
+	case ev.Dir == proxy.ServerToClient && m.Kind == jsonrpc.KindResponse && m.Error == nil &&
+		(ev.Method == "initialize" || ev.Method == "server/discover"):
 		return p.initialized(m)
 	}
 	return proxy.Verdict{}
@@ -205,6 +206,12 @@ func (p *Policy) request(s *proxy.Session, m *jsonrpc.Message) proxy.Verdict {
 	// list: compare first, then decide.
 	return proxy.Verdict{Async: func(ctx context.Context) proxy.Verdict {
 		if _, err := p.refresh(ctx, s, k); err != nil {
+			var se *serverError
+			if k != Tools && errors.As(err, &se) {
+				// A server with no list of prompts or resources has nothing
+				// pinned to drift: let it answer for itself.
+				return proxy.Verdict{}
+			}
 			return reply(errorMsg(m.ID, jsonrpc.CodeBlocked, fmt.Sprintf("mcpcage blocked %s: %v", m.Method, err)))
 		}
 		return p.gate(m, k, key)
@@ -317,11 +324,7 @@ func (p *Policy) walk(ctx context.Context, s *proxy.Session, k Kind) ([]jsontext
 		if page > p.cfg.MaxPages {
 			return nil, fmt.Errorf("the server's %s list has more than %d pages", k.Noun(), p.cfg.MaxPages)
 		}
-		params := []byte(`{}`)
-		if cursor != "" {
-			c, _ := jsontext.AppendQuote(nil, cursor)
-			params = append(append([]byte(`{"cursor":`), c...), '}')
-		}
+		params := listParams(s.ProtocolVersion(), cursor)
 		resp, err := s.Call(ctx, method, params)
 		if err != nil {
 			return nil, fmt.Errorf("the server did not answer %s: %v", method, err)
@@ -353,6 +356,30 @@ func (p *Policy) walk(ctx context.Context, s *proxy.Session, k Kind) ([]jsontext
 		seen[next] = true
 		cursor = next
 	}
+}
+
+// listParams are the params of the proxy's own list request: the cursor, and
+// in the stateless protocol era the version every request must carry.
+func listParams(version, cursor string) []byte {
+	b := []byte{'{'}
+	if cursor != "" {
+		b = append(b, `"cursor":`...)
+		b, _ = jsontext.AppendQuote(b, cursor)
+	}
+	for _, v := range proxy.StatelessVersions {
+		if v != version {
+			continue
+		}
+		if cursor != "" {
+			b = append(b, ',')
+		}
+		b = append(b, `"_meta":{`...)
+		b, _ = jsontext.AppendQuote(b, proxy.MetaProtocolVersion)
+		b = append(b, ':')
+		b, _ = jsontext.AppendQuote(b, version)
+		b = append(b, '}')
+	}
+	return append(b, '}')
 }
 
 // parsePage reads one list result: the items under k and nextCursor.
