@@ -256,48 +256,57 @@ func (sc *scanner) checkCrossTool(path string, nt *normText) {
 	if !descriptive(path) {
 		return
 	}
-	low := nt.lower
-	for _, sib := range sc.siblings {
-		at := 0
-		for at < len(low) {
-			k := strings.Index(low[at:], sib.lower)
-			if k < 0 {
-				break
-			}
-			k += at
-			e := k + len(sib.lower)
-			at = e
-			if (k > 0 && wordByte(low[k-1])) || (e < len(low) && wordByte(low[e])) {
-				continue
-			}
-			// A one-word name ("search") is only a tool when the text says so.
-			if !strings.ContainsAny(sib.lower, "_-.") && !isCamel(sib.name) && !namedAsTool(low, k, e) {
-				continue
-			}
-			a, b := sentence(low, k, e)
-			qa, qb := k, e
-			for qa > a && strings.ContainsRune("`'\"", rune(low[qa-1])) {
-				qa--
-			}
-			for qb < b && strings.ContainsRune("`'\"", rune(low[qb])) {
-				qb++
-			}
-			sent := low[a:qa] + "@t" + low[qb:b]
-			ra, rb := nt.rawSpan(k, e)
-			for _, re := range crossToolOrders {
-				if re.MatchString(sent) {
-					sc.addSpan(sc.set.checks["cross-tool"], path, nt.raw, ra, rb)
-					return
-				}
-			}
-			for _, re := range crossToolPrefer {
-				if re.MatchString(sent) {
-					sc.addSpan(sc.set.checks["cross-tool-prefer"], path, nt.raw, ra, rb)
-				}
+	low := string(nt.lower)
+	for k := 0; k < len(low); {
+		if !nameByte(low[k]) {
+			k++
+			continue
+		}
+		e := k
+		for e < len(low) && nameByte(low[e]) {
+			e++
+		}
+		next := e
+		// A name ends before trailing punctuation ("see read_file.").
+		for e > k && (low[e-1] == '.' || low[e-1] == '-') {
+			e--
+		}
+		sib, ok := sc.siblings[low[k:e]]
+		if !ok || sib.name == sc.self || (sc.self != "" && strings.EqualFold(sib.name, sc.self)) {
+			k = next
+			continue
+		}
+		// A one-word name ("search") is only a tool when the text says so.
+		if !strings.ContainsAny(sib.lower, "_-.") && !isCamel(sib.name) && !namedAsTool(low, k, e) {
+			k = next
+			continue
+		}
+		a, b := sentence(low, k, e)
+		qa, qb := k, e
+		for qa > a && strings.ContainsRune("`'\"", rune(low[qa-1])) {
+			qa--
+		}
+		for qb < b && strings.ContainsRune("`'\"", rune(low[qb])) {
+			qb++
+		}
+		sent := low[a:qa] + "@t" + low[qb:b]
+		ra, rb := nt.rawSpan(k, e)
+		for _, re := range crossToolOrders {
+			if re.MatchString(sent) {
+				sc.addSpan(sc.set.checks["cross-tool"], path, nt.raw, ra, rb)
+				return
 			}
 		}
+		for _, re := range crossToolPrefer {
+			if re.MatchString(sent) {
+				sc.addSpan(sc.set.checks["cross-tool-prefer"], path, nt.raw, ra, rb)
+			}
+		}
+		k = next
 	}
 }
+
+func nameByte(c byte) bool { return wordByte(c) || c == '-' || c == '.' }
 
 func descriptive(path string) bool {
 	return path == "description" || path == "instructions" || path == "title" ||

@@ -13,8 +13,8 @@ import (
 // the raw bytes so that a snippet shows what the server actually sent.
 type normText struct {
 	raw   string
-	norm  string  // NFKC-style compatibility mapping, invisibles removed, confusables mapped, case kept
-	lower string  // norm with ASCII letters lowered: same byte offsets as norm
+	norm  []byte  // NFKC-style compatibility mapping, invisibles removed, confusables mapped, case kept
+	lower []byte  // norm with ASCII letters lowered: same byte offsets as norm
 	start []int32 // start[i]: raw offset of the rune that produced norm[i]
 	end   []int32 // end[i]: raw offset just after that rune
 }
@@ -73,7 +73,12 @@ var confusable = map[rune]rune{
 // ignorePreviousInstructions read as the phrase they spell.
 func normalize(s string, nt *normText, ident bool) {
 	nt.raw = s
-	var b, lb []byte
+	if cap(nt.norm) < len(s) {
+		n := len(s) + len(s)/4 + 16
+		nt.norm, nt.lower = make([]byte, 0, n), make([]byte, 0, n)
+		nt.start, nt.end = make([]int32, 0, n), make([]int32, 0, n)
+	}
+	b, lb := nt.norm[:0], nt.lower[:0]
 	st, en := nt.start[:0], nt.end[:0]
 	emit := func(c byte, i, j int) {
 		b = append(b, c)
@@ -95,8 +100,6 @@ func normalize(s string, nt *normText, ident bool) {
 			emit(buf[k], i, j)
 		}
 	}
-	b = make([]byte, 0, len(s))
-	lb = make([]byte, 0, len(s))
 	var dec []byte
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -166,8 +169,7 @@ func normalize(s string, nt *normText, ident bool) {
 		}
 		i = j
 	}
-	nt.norm = string(b)
-	nt.lower = string(lb)
+	nt.norm, nt.lower = b, lb
 	nt.start, nt.end = st, en
 }
 

@@ -26,6 +26,7 @@ type ruleSpec struct {
 	Check       string   `json:"check"`
 	In          string   `json:"in"` // "schema": only strings inside inputSchema or outputSchema
 	Keywords    []string `json:"keywords"`
+	Also        []string `json:"also"`
 	Patterns    []string `json:"patterns"`
 	Unless      []string `json:"unless"`
 	Match       []string `json:"match"`
@@ -42,6 +43,7 @@ type Rule struct {
 	Check       string
 	In          string
 	Keywords    []string
+	Also        []string // with Keywords: one of these must appear too
 	Match       []string // examples that must produce this rule
 	NoMatch     []string // examples that must not
 	patterns    []*regexp.Regexp
@@ -108,7 +110,7 @@ func compileRules(fsys fs.FS) *ruleSet {
 	}
 	sort.Strings(names)
 	var kw []string
-	var kwRule []int
+	var kwRule []int // rule index, or -1-index for an "also" keyword
 	for _, name := range names {
 		data, err := fs.ReadFile(fsys, name)
 		if err != nil {
@@ -156,6 +158,10 @@ func compileRules(fsys fs.FS) *ruleSet {
 				for _, k := range r.Keywords {
 					kw = append(kw, k)
 					kwRule = append(kwRule, idx)
+				}
+				for _, k := range r.Also {
+					kw = append(kw, k)
+					kwRule = append(kwRule, -1-idx)
 				}
 			}
 		}
@@ -216,8 +222,17 @@ func compileRule(category string, sp ruleSpec) (*Rule, error) {
 		}
 		r.Keywords = append(r.Keywords, k)
 	}
-	if r.On == "raw" && len(r.Keywords) > 0 {
-		return nil, fmt.Errorf("raw rules have no keywords")
+	for _, k := range sp.Also {
+		if k == "" || k != strings.ToLower(k) {
+			return nil, fmt.Errorf("also-keyword %q must be non-empty lower case", k)
+		}
+		r.Also = append(r.Also, k)
+	}
+	if len(r.Also) > 0 && len(r.Keywords) == 0 {
+		return nil, fmt.Errorf("also needs keywords")
+	}
+	if r.On == "raw" && (len(r.Keywords) > 0 || len(sp.Unless) > 0) {
+		return nil, fmt.Errorf("raw rules have no keywords and no unless")
 	}
 	for _, p := range sp.Patterns {
 		re, err := regexp.Compile(p)
@@ -306,13 +321,18 @@ func appendUnique(xs []int32, x int32) []int32 {
 	return append(xs, x)
 }
 
-// candidates marks in hit every rule with a keyword in s.
-func (m *acMachine) candidates(s string, hit []bool) {
+// candidates marks in hit every rule with a keyword in s, and in also every
+// rule with one of its "also" keywords in s.
+func (m *acMachine) candidates(s []byte, hit, also []bool) {
 	st := int32(0)
 	for i := 0; i < len(s); i++ {
 		st = m.next[st][s[i]]
 		for _, r := range m.out[st] {
-			hit[r] = true
+			if r >= 0 {
+				hit[r] = true
+			} else {
+				also[-1-r] = true
+			}
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -34,9 +35,7 @@ func Item(kind string, item json.RawMessage, siblings []json.RawMessage) []Findi
 		if len(sc.siblings) >= maxSiblings {
 			break
 		}
-		if n := itemName(s); n != "" && n != sc.self {
-			sc.addSibling(n)
-		}
+		sc.addSibling(itemName(s))
 	}
 	if kind == "instructions" {
 		var s string
@@ -56,15 +55,19 @@ func Tools(tools []json.RawMessage) [][]Finding {
 	for i, t := range tools {
 		names[i] = itemName(t)
 	}
-	out := make([][]Finding, len(tools))
-	for i, t := range tools {
-		sc := newScanner()
-		sc.self = names[i]
-		for j, n := range names {
-			if j != i && n != "" && n != names[i] && len(sc.siblings) < maxSiblings {
-				sc.addSibling(n)
-			}
+	all := newScanner()
+	for _, n := range names {
+		if len(all.siblings) >= maxSiblings {
+			break
 		}
+		all.addSibling(n)
+	}
+	out := make([][]Finding, len(tools))
+	sc := newScanner()
+	for i, t := range tools {
+		sc.reset()
+		sc.self = names[i]
+		sc.siblings = all.siblings
 		sc.walkJSON(t, "")
 		out[i] = sc.result()
 	}
@@ -118,7 +121,7 @@ type sibling struct {
 type scanner struct {
 	set      *ruleSet
 	self     string
-	siblings []sibling
+	siblings map[string]sibling // by normalized lower-case name; may include self
 	skipKeys map[string]bool
 	out      []Finding
 	order    map[string]int // path -> order first seen, for sorting
@@ -128,33 +131,69 @@ type scanner struct {
 	decoded  int  // nesting of encoded-payload rescans
 	ident    bool // the string being scanned is an identifier (a name)
 	keepAll  bool // report findings that another one covers (tests of single rules)
-	hit      []bool
+	collect  func(string)
+	hit      []bool // per phrase rule: a keyword appears
+	also     []bool // per phrase rule: an "also" keyword appears
 	nt       normText
+	dec      *jsontext.Decoder // reused across items
+	rd       *bytes.Reader
 }
 
 func newScanner() *scanner {
 	set := loadedRules()
-	return &scanner{set: set, order: map[string]int{}, seen: map[[2]string]bool{}, hit: make([]bool, len(set.text))}
+	return &scanner{set: set, order: map[string]int{}, seen: map[[2]string]bool{}, hit: make([]bool, len(set.text)), also: make([]bool, len(set.text))}
+}
+
+// reset readies the scanner for another item, keeping its buffers.
+func (sc *scanner) reset() {
+	sc.out = nil
+	clear(sc.order)
+	clear(sc.seen)
+	sc.spans = nil
+	sc.nstrings = 0
 }
 
 func (sc *scanner) addSibling(name string) {
 	var nt normText
 	normalize(name, &nt, false)
-	l := strings.TrimSpace(nt.lower)
-	if len(l) < 3 {
+	l := strings.TrimSpace(string(nt.lower))
+	if len(l) < 3 || strings.IndexFunc(l, func(r rune) bool { return !nameRune(r) }) >= 0 {
 		return
 	}
-	sc.siblings = append(sc.siblings, sibling{name: name, lower: l})
+	if sc.siblings == nil {
+		sc.siblings = map[string]sibling{}
+	}
+	sc.siblings[l] = sibling{name: name, lower: l}
 }
 
+// nameRune: the characters of MCP tool names ([A-Za-z0-9_.-]), lower-cased.
+func nameRune(r rune) bool {
+	return r == '_' || r == '-' || r == '.' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r >= 'A' && r <= 'Z'
+}
+
+// itemName returns the item's top-level "name" string, reading no more of
+// the item than it must.
 func itemName(item json.RawMessage) string {
-	var v struct {
-		Name string `json:"name"`
-	}
-	if json.Unmarshal(item, &v) != nil {
+	dec := jsontext.NewDecoder(bytes.NewReader(item), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return ""
 	}
-	return v.Name
+	for dec.PeekKind() == '"' {
+		k, err := dec.ReadToken()
+		if err != nil {
+			return ""
+		}
+		if k.String() == "name" {
+			if v, err := dec.ReadToken(); err == nil && v.Kind() == '"' {
+				return v.String()
+			}
+			return ""
+		}
+		if dec.SkipValue() != nil {
+			return ""
+		}
+	}
+	return ""
 }
 
 func (sc *scanner) result() []Finding {
@@ -219,7 +258,14 @@ func shorten(s string) string {
 // walkJSON scans every string of a JSON value; invalid JSON is scanned as far
 // as it parses, and if nothing parses, as one string.
 func (sc *scanner) walkJSON(b []byte, path string) {
-	dec := jsontext.NewDecoder(bytes.NewReader(b), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if sc.dec == nil {
+		sc.rd = bytes.NewReader(b)
+		sc.dec = jsontext.NewDecoder(sc.rd, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	} else {
+		sc.rd.Reset(b)
+		sc.dec.Reset(sc.rd, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	}
+	dec := sc.dec
 	if err := sc.walk(dec, path, 0); err != nil && err != io.EOF && sc.nstrings == 0 && len(bytes.TrimSpace(b)) > 0 {
 		sc.text(path, string(b))
 	}
@@ -329,28 +375,32 @@ func (sc *scanner) text(path, s string) {
 		s = s[:maxStringBytes]
 	}
 	set := sc.set
-	if needsRaw(s) {
-		for _, r := range set.raw {
-			if a, b, ok := r.findSpan(s); ok {
-				sc.addSpan(r, path, s, a, b)
+	if special, nonASCII := rawNeeds(s); special || nonASCII {
+		if special {
+			for _, r := range set.raw {
+				if a, b, ok := r.findSpanString(s); ok {
+					sc.addSpan(r, path, s, a, b)
+				}
 			}
+			sc.checkTags(path, s)
+			sc.checkBidi(path, s)
 		}
-		sc.checkTags(path, s)
-		sc.checkBidi(path, s)
-		sc.checkMixedScript(path, s)
+		if nonASCII {
+			sc.checkMixedScript(path, s)
+		}
 	}
 	nt := &sc.nt
 	normalize(s, nt, sc.ident)
-	hit := sc.hit
+	hit, also := sc.hit, sc.also
 	for i := range hit {
-		hit[i] = false
+		hit[i], also[i] = false, false
 	}
 	for _, i := range set.always {
 		hit[i] = true
 	}
-	set.pre.candidates(nt.lower, hit)
+	set.pre.candidates(nt.lower, hit, also)
 	for i, r := range set.text {
-		if !hit[i] || (r.In == "schema" && !inSchema(path)) {
+		if !hit[i] || (len(r.Also) > 0 && !also[i]) || (r.In == "schema" && !inSchema(path)) {
 			continue
 		}
 		target := nt.lower
@@ -374,23 +424,44 @@ func inSchema(path string) bool {
 	return strings.HasPrefix(path, "inputSchema") || strings.HasPrefix(path, "outputSchema")
 }
 
-// needsRaw reports whether s has anything the raw rules look for: a
-// non-ASCII character or a control character other than newline and tab.
-func needsRaw(s string) bool {
-	for i := 0; i < len(s); i++ {
+// rawNeeds reports what the raw checks have to look at in s: special is a
+// character the raw rules are about (control, invisible, bidi, tag,
+// variation selector, private use); nonASCII is any character outside ASCII
+// (the mixed-script check). Plain ASCII text, most of what servers send,
+// skips them all.
+func rawNeeds(s string) (special, nonASCII bool) {
+	for i := 0; i < len(s); {
 		c := s[i]
-		if c >= 0x7f || (c < 0x20 && c != '\n' && c != '\t') {
-			return true
+		if c < utf8.RuneSelf {
+			if c == 0x7f || (c < 0x20 && c != '\n' && c != '\t') {
+				special = true
+			}
+			i++
+			continue
 		}
+		nonASCII = true
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if (r >= 0x80 && r < 0xa0) || invisible(r) || privateUse(r) || r == utf8.RuneError {
+			return true, true
+		}
+		i += n
 	}
-	return false
+	return special, nonASCII
 }
 
 // findSpan returns the span of the snippet of the rule's first match in s
 // that no "unless" pattern vetoes.
-func (r *Rule) findSpan(s string) (int, int, bool) {
+func (r *Rule) findSpan(s []byte) (int, int, bool) {
 	for pi, re := range r.patterns {
-		for _, m := range re.FindAllStringSubmatchIndex(s, 8) {
+		var ms [][]int
+		if m := re.FindSubmatchIndex(s); m == nil {
+			continue
+		} else if !r.vetoed(s[m[0]:m[1]]) {
+			ms = [][]int{m}
+		} else {
+			ms = re.FindAllSubmatchIndex(s, 8)
+		}
+		for _, m := range ms {
 			if r.vetoed(s[m[0]:m[1]]) {
 				continue
 			}
@@ -403,9 +474,21 @@ func (r *Rule) findSpan(s string) (int, int, bool) {
 	return 0, 0, false
 }
 
-func (r *Rule) vetoed(match string) bool {
+func (r *Rule) findSpanString(s string) (int, int, bool) {
+	for pi, re := range r.patterns {
+		if m := re.FindStringSubmatchIndex(s); m != nil {
+			if g := r.snip[pi]; g > 0 && m[2*g] >= 0 {
+				return m[2*g], m[2*g+1], true
+			}
+			return m[0], m[1], true
+		}
+	}
+	return 0, 0, false
+}
+
+func (r *Rule) vetoed(match []byte) bool {
 	for _, u := range r.unless {
-		if u.MatchString(match) {
+		if u.Match(match) {
 			return true
 		}
 	}
