@@ -91,6 +91,10 @@ func auditVerifyRun(opts *AuditVerifyOptions) error {
 	_, keyErr := audit.LoadKeys(opts.KeyDir)
 	_, cpErr := os.Stat(opts.Dir + "/" + audit.CheckpointName)
 	if errors.Is(keyErr, audit.ErrNoKey) {
+		if _, err := os.Stat(opts.Anchor); opts.Anchor != "" && err == nil {
+			return &ExitError{Code: 1, Err: withHint(fmt.Errorf("rolled back: the audit key is gone but the anchor %s holds a checkpoint: the log was deleted", opts.Anchor),
+				"if you reset the audit log on purpose, move the old anchor away")}
+		}
 		if len(files) == 0 && cpErr != nil {
 			if opts.JSON {
 				return writeJSON(out, &audit.Report{OK: true, Files: []string{}})

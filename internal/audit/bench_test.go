@@ -103,6 +103,13 @@ func BenchmarkVerify1M(b *testing.B) {
 		bigLog = Options{Dir: filepath.Join(root, "audit"), KeyDir: filepath.Join(root, "keys")}
 		writeSynthetic(b, bigLog, bigLogRecords)
 	})
+	var size int64
+	files, _ := Files(bigLog.Dir)
+	for _, f := range files {
+		st, _ := os.Stat(filepath.Join(bigLog.Dir, FileName(f)))
+		size += st.Size()
+	}
+	b.SetBytes(size)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		r, err := Verify(VerifyOptions{Dir: bigLog.Dir, KeyDir: bigLog.KeyDir})

@@ -126,10 +126,15 @@ var ErrAnchorAhead = errors.New("the anchor holds a newer checkpoint than the lo
 func anchorFile(path string, c *Checkpoint, signed []byte, k *Keys, hashAt func(seq uint64) (string, error)) error {
 	if old, err := os.ReadFile(path); err == nil {
 		oc, err := OpenCheckpoint(old, k.Public)
-		if err == nil && oc.Records > c.Records {
+		if err != nil {
+			// Signed by another key, or damaged: the log's key was
+			// replaced (perhaps with the whole log). Keep the evidence.
+			return fmt.Errorf("%w (anchor %s: %v; if you reset the audit log on purpose, move the old anchor away)", ErrAnchorAhead, path, err)
+		}
+		if oc.Records > c.Records {
 			return fmt.Errorf("%w (anchor %s: %d records, log: %d): run `mcpcage audit verify`", ErrAnchorAhead, path, oc.Records, c.Records)
 		}
-		if err == nil && oc.Records > 0 {
+		if oc.Records > 0 {
 			if h, err := hashAt(oc.Records); err != nil || h != oc.Head {
 				return fmt.Errorf("%w (anchor %s: record %d of the log is not the one it signed): run `mcpcage audit verify`", ErrAnchorAhead, path, oc.Records)
 			}
