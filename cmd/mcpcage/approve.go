@@ -46,7 +46,7 @@ Exit status: 0 when approved, 1 when nothing was approved.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve without asking")
-	cmd.Flags().StringVar(&opts.Hash, "hash", "", "approve only if the pending set is still the one `mcpcage diff` showed with this hash")
+	cmd.Flags().StringVar(&opts.Hash, "hash", "", "approve only if the pending set is still the one diff showed with this `HASH`")
 	return cmd
 }
 
