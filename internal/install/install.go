@@ -197,6 +197,7 @@ func ensure(ctx context.Context, cli client.APIClient, req Request) (*Result, er
 			return nil, fmt.Errorf("cannot create the package cache: %v", err)
 		}
 	}
+	sweepTmp(filepath.Join(root, "tmp"))
 	unlock, err := lockName(ctx, filepath.Join(root, "locks", sp.Kind+"-"+nameHash(sp.Name)+".lock"))
 	if err != nil {
 		return nil, err
@@ -477,6 +478,20 @@ func installEntry(ctx context.Context, cli client.APIClient, root string, sp Spe
 	}
 	fmt.Fprintf(stderr, "mcpcage: installed %s %s\n", sp.Name, m.Version)
 	return m, final, nil
+}
+
+// sweepTmp removes what installs killed midway left in tmp/. Anything older
+// than a day is far past the install timeout, so no live install owns it.
+func sweepTmp(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > 24*time.Hour {
+			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // runEnv is the environment the run container needs for an installed package.

@@ -43,6 +43,10 @@ func (r *testRegistry) requested() []string {
 }
 
 func startNPMRegistry(t *testing.T, addr string, pkgs ...npmPackage) *testRegistry {
+	return startNPMRegistryTB(t, addr, pkgs...)
+}
+
+func startNPMRegistryTB(t testing.TB, addr string, pkgs ...npmPackage) *testRegistry {
 	t.Helper()
 	ln, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
 	if err != nil {
@@ -97,7 +101,7 @@ func startNPMRegistry(t *testing.T, addr string, pkgs ...npmPackage) *testRegist
 	return reg
 }
 
-func npmTarball(t *testing.T, p npmPackage) []byte {
+func npmTarball(t testing.TB, p npmPackage) []byte {
 	t.Helper()
 	man := map[string]any{"name": p.name, "version": p.version}
 	for k, v := range p.manifest {
@@ -277,5 +281,25 @@ func TestNPMConcurrentInstall(t *testing.T) {
 	}
 	if tools := listTools(t, cli, results[0]); !slices.Equal(tools, []string{"echo"}) {
 		t.Fatalf("tools %q", tools)
+	}
+}
+
+// BenchmarkEnsureCached is what a start of an installed package costs before
+// its container starts: the image lookup and the cache entry.
+func BenchmarkEnsureCached(b *testing.B) {
+	isolate(b)
+	cli := dockerClient(b)
+	reg := startNPMRegistryTB(b, bridgeAddr(b, cli), fixturePackages()...)
+	b.Setenv("NPM_CONFIG_REGISTRY", reg.URL)
+	ctx := context.Background()
+	if _, err := Ensure(ctx, cli, Request{Kind: "npx", Spec: "mcpcage-fixture-server"}); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := Ensure(ctx, cli, Request{Kind: "npx", Spec: "mcpcage-fixture-server"})
+		if err != nil || res.Installed {
+			b.Fatalf("%+v %v", res, err)
+		}
 	}
 }
