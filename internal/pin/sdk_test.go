@@ -63,18 +63,22 @@ type outcome struct {
 
 // session connects the go-sdk client to the fixture through the proxy with
 // the pin policy (and the scanner's count), lists the tools and calls one.
-func session(t *testing.T, store pin.Store, cfg fixture.Config) outcome {
+func session(t *testing.T, store pin.Store, cfg fixture.Config, tune ...func(*pin.Config)) outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pol := pin.New(pin.Config{
+	pc := pin.Config{
 		Store:  store,
 		Name:   "demo-notes",
 		Launch: launch.Launch{Kind: "process", Argv: []string{"fixture"}},
 		HighFindings: func(k pin.Kind, item []byte, list []jsontext.Value) int {
 			return scan.Count(scan.Item("tool", item, nil), scan.High)
 		},
-	})
+	}
+	for _, f := range tune {
+		f(&pc)
+	}
+	pol := pin.New(pc)
 	c2pR, c2pW := io.Pipe()
 	p2cR, p2cW := io.Pipe()
 	srv := startFixture(cfg)
@@ -146,5 +150,36 @@ func TestGoSDKClientSeesTheBriefsMessage(t *testing.T) {
 	after, _ := os.ReadFile(calls)
 	if string(after) != string(before) {
 		t.Fatalf("a call reached the server while locked:\n%s", after[len(before):])
+	}
+}
+
+// TestWalkGuards: each limit on walking a paginated list fails closed with an
+// error that names it, and nothing is pinned.
+func TestWalkGuards(t *testing.T) {
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools.json")
+	if err := os.WriteFile(tools, []byte(`[{"name":"a"},{"name":"b"},{"name":"c","description":"`+strings.Repeat("x", 2000)+`"}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		tune func(*pin.Config)
+		want string
+	}{
+		{"pages", func(c *pin.Config) { c.MaxPages = 2 }, "mcpcage blocked tools/list: the server's tool list has more than 2 pages"},
+		{"bytes", func(c *pin.Config) { c.MaxBytes = 1000 }, "mcpcage blocked tools/list: the server's tool list is larger than 1000 bytes"},
+		{"items", func(c *pin.Config) { c.MaxItems = 2 }, "mcpcage blocked tools/list: the server lists more than 2 tools"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			store := pin.Store{Dir: filepath.Join(t.TempDir(), "pins")}
+			o := session(t, store, fixture.Config{Tools: tools, PageSize: 1}, c.tune)
+			var we *jsonrpc.Error
+			if !errors.As(o.listErr, &we) || we.Code != -32001 || we.Message != c.want {
+				t.Fatalf("got %v, want -32001 %q", o.listErr, c.want)
+			}
+			if f, err := store.Load("demo-notes"); err == nil && f.Approved.Has(pin.Tools) {
+				t.Fatal("tools were pinned from an incomplete walk")
+			}
+		})
 	}
 }
