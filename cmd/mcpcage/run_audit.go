@@ -220,7 +220,11 @@ func (p *auditPolicy) Observe(ctx context.Context, s *proxy.Session, ev *proxy.E
 			p.mu.Unlock()
 			if ok {
 				c.result = m.Result // findings are counted on what the server sent
-				p.writeCall(c, final, "server")
+				by := "server"
+				if v.Action == proxy.Replace {
+					by = "mcpcage" // a policy withheld the server's answer
+				}
+				p.writeCall(c, final, by)
 			}
 			return
 		}
