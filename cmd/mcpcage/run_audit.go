@@ -220,11 +220,14 @@ func (p *auditPolicy) Observe(ctx context.Context, s *proxy.Session, ev *proxy.E
 			p.mu.Unlock()
 			if ok {
 				c.result = m.Result // findings are counted on what the server sent
-				by := "server"
-				if v.Action == proxy.Replace {
-					by = "mcpcage" // a policy withheld the server's answer
+				switch v.Action {
+				case proxy.Replace: // a policy withheld the server's answer
+					p.writeCall(c, final, "mcpcage")
+				case proxy.Drop:
+					p.writeCall(c, nil, "mcpcage")
+				default:
+					p.writeCall(c, final, "server")
 				}
-				p.writeCall(c, final, by)
 			}
 			return
 		}
