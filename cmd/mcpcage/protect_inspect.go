@@ -1,28 +1,274 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/mcpcage/mcpcage/internal/clients"
+	"github.com/mcpcage/mcpcage/internal/home"
+	"github.com/mcpcage/mcpcage/internal/pin"
+	"github.com/mcpcage/mcpcage/internal/proxy"
+	"github.com/mcpcage/mcpcage/internal/scan"
 )
+
+// inspectTimeout bounds one server's inspection: install, start, list.
+const inspectTimeout = 4 * time.Minute
 
 // inspectResultJSON is what `protect --inspect` learned of one server.
 type inspectResultJSON struct {
-	Error string `json:"error,omitempty"`
+	Name     string         `json:"name,omitempty"` // the name pins are kept under
+	Error    string         `json:"error,omitempty"`
+	Tools    []string       `json:"tools,omitempty"`
+	Pin      string         `json:"pin,omitempty"` // "new", "matches", "changed", "locked"
+	PinText  string         `json:"pin_text,omitempty"`
+	Findings []toolFindings `json:"findings,omitempty"`
 }
 
+type toolFindings struct {
+	Tool     string         `json:"tool"`
+	Findings []scan.Finding `json:"findings"`
+}
+
+// inspectCommand is the `mcpcage run` command line that cages a server: the
+// entry's own when it is caged, the one --fix would write otherwise.
+func inspectCommand(s clients.Server) ([]string, bool) {
+	if _, _, ok := s.Unwrapped(); ok {
+		return s.Args[1:], true
+	}
+	if ok, _ := s.Cageable(); ok {
+		args := clients.WrapArgs(s)[1:]
+		return append(append(args, s.Command), s.Args...), true
+	}
+	return nil, false
+}
+
+// inspectAll starts each cageable or caged server in the cage, lists its
+// tools, and compares them with its pins and the scanner's rules. Nothing is
+// recorded: pins are only written by sessions and by approve.
 func inspectAll(opts *ProtectOptions, reports []*fileReport, rep *reportJSON) {
-	for fi := range rep.Files {
-		for si := range rep.Files[fi].Servers {
-			s := &rep.Files[fi].Servers[si]
-			if s.Cageable || s.Caged {
-				s.Inspect = &inspectResultJSON{Error: "not available yet"}
+	for fi, r := range reports {
+		for si, s := range r.Servers {
+			argv, ok := inspectCommand(s)
+			if !ok {
+				continue
+			}
+			fmt.Fprintf(opts.IO.ErrOut, "mcpcage: inspecting %s (%s)...\n", s.Name, r.File.Client.Name)
+			res := inspectOne(opts, s, argv)
+			rep.Files[fi].Servers[si].Inspect = res
+		}
+	}
+}
+
+func inspectOne(opts *ProtectOptions, s clients.Server, argv []string) *inspectResultJSON {
+	res := &inspectResultJSON{}
+	// Parse the run flags with `mcpcage run`'s own command, so inspection
+	// cages the server exactly as a session would.
+	rio := &IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}
+	cmd := newRunCmd(rio)
+	if err := cmd.Flags().Parse(argv); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	ropts := &RunOptions{IO: rio}
+	fs := cmd.Flags()
+	ropts.Image, _ = fs.GetString("image")
+	ropts.Name, _ = fs.GetString("name")
+	ropts.AllowNet, _ = fs.GetBool("allow-net")
+	ropts.Mounts, _ = fs.GetStringArray("mount")
+	ropts.Env, _ = fs.GetStringArray("env")
+	ropts.Memory, _ = fs.GetString("memory")
+	ropts.Pids, _ = fs.GetInt64("pids")
+	ropts.CPUs, _ = fs.GetFloat64("cpus")
+	ropts.TmpSize, _ = fs.GetString("tmp-size")
+	ropts.MaxLine, _ = fs.GetString("max-line")
+	ropts.StartTimeout, _ = fs.GetDuration("start-timeout")
+	ropts.Command = fs.Args()
+
+	// The client would give the server its env block; so does inspection,
+	// through mcpcage's own environment, never argv.
+	restore := setEnv(s.Env)
+	p, err := planRun(ropts)
+	restore()
+	if err != nil {
+		res.Error = errText(err)
+		return res
+	}
+	res.Name = p.name
+	ctx, cancel := context.WithTimeout(context.Background(), inspectTimeout)
+	defer cancel()
+	var errBuf bytes.Buffer
+	ropts.IO.ErrOut = &errBuf
+	c, _, err := setUpCage(ctx, ropts, p)
+	if err != nil {
+		res.Error = errText(err)
+		return res
+	}
+	// The cage's stderr is a pipe: unread, a chatty server blocks its own
+	// stdout behind it. Keep the end of it for the error message.
+	stderrTail := &tailBuffer{max: 4096}
+	drained := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(stderrTail, c.Stderr())
+		close(drained)
+	}()
+	listing, err := proxy.ListTools(ctx, c)
+	stopCtx, stopCancel := context.WithTimeout(context.Background(), 30*time.Second)
+	_ = c.Stop(stopCtx)
+	stopCancel()
+	select {
+	case <-drained:
+	case <-time.After(5 * time.Second):
+	}
+	if err != nil {
+		res.Error = "could not list its tools: " + errText(err)
+		if tail := lastLine(errBuf.String() + "\n" + stderrTail.String()); tail != "" {
+			res.Error += " (server said: " + tail + ")"
+		}
+		return res
+	}
+	current := make([]jsontext.Value, 0, len(listing.Tools))
+	raws := make([]json.RawMessage, 0, len(listing.Tools))
+	for _, t := range listing.Tools {
+		current = append(current, jsontext.Value(t))
+		raws = append(raws, t)
+		var named struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(t, &named)
+		res.Tools = append(res.Tools, named.Name)
+	}
+	res.Pin, res.PinText = pinStatus(p.name, current)
+	for i, fs := range scan.Tools(raws) {
+		if len(fs) > 0 {
+			res.Findings = append(res.Findings, toolFindings{Tool: res.Tools[i], Findings: fs})
+		}
+	}
+	return res
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+func errText(err error) string {
+	s := strings.TrimSpace(err.Error())
+	var h *HintError
+	if errors.As(err, &h) && h.Hint != "" {
+		s += " (" + h.Hint + ")"
+	}
+	return s
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	l := strings.TrimSpace(lines[len(lines)-1])
+	if len(l) > 200 {
+		l = l[:200] + "…"
+	}
+	return l
+}
+
+// setEnv sets the entry's variables in this process for planRun, and
+// returns a function that puts the environment back.
+func setEnv(vars []clients.Var) func() {
+	type old struct {
+		v  string
+		ok bool
+	}
+	saved := map[string]old{}
+	for _, v := range vars {
+		if _, done := saved[v.Name]; !done {
+			ov, ok := os.LookupEnv(v.Name)
+			saved[v.Name] = old{ov, ok}
+		}
+		os.Setenv(v.Name, v.Value)
+	}
+	return func() {
+		for n, o := range saved {
+			if o.ok {
+				os.Setenv(n, o.v)
+			} else {
+				os.Unsetenv(n)
 			}
 		}
 	}
 }
 
+// pinStatus compares the tools listed now with the pins of name.
+func pinStatus(name string, current []jsontext.Value) (string, string) {
+	dir, err := home.Dir()
+	if err != nil {
+		return "error", err.Error()
+	}
+	f, err := pinStore(dir).Load(name)
+	if errors.Is(err, pin.ErrNoPins) {
+		return "new", fmt.Sprintf("not pinned yet: the first session will pin these %d tools", len(current))
+	}
+	if err != nil {
+		return "error", fmt.Sprintf("cannot read the pins of %q: %v", name, err)
+	}
+	if f.Pending != nil {
+		return "locked", fmt.Sprintf("locked: a change waits for approval (`mcpcage diff %s`)", name)
+	}
+	var approved []jsontext.Value
+	if f.Approved != nil {
+		approved = f.Approved.List(pin.Tools)
+	}
+	changes, err := pin.Compare(pin.Tools, approved, current)
+	if err != nil {
+		return "error", err.Error()
+	}
+	if len(changes) > 0 {
+		return "changed", fmt.Sprintf("%d tools differ from the approved ones: the next session will lock (`mcpcage diff %s` then)", len(changes), name)
+	}
+	return "matches", fmt.Sprintf("matches the %d approved tools", len(approved))
+}
+
 func printInspect(w io.Writer, r *inspectResultJSON) {
 	if r.Error != "" {
 		fmt.Fprintf(w, "      inspect: %s\n", r.Error)
+		return
+	}
+	fmt.Fprintf(w, "      tools (%d): %s\n", len(r.Tools), strings.Join(r.Tools, ", "))
+	fmt.Fprintf(w, "      pins: %s\n", r.PinText)
+	if len(r.Findings) == 0 {
+		fmt.Fprintln(w, "      scanner: no sign of hidden instructions")
+		return
+	}
+	for _, tf := range r.Findings {
+		fmt.Fprintf(w, "      scanner: tool %q\n", scan.Visible(tf.Tool))
+		_ = scan.Format(w, "        ", tf.Findings)
+		if s := scan.Summary(tf.Tool, tf.Findings); s != "" {
+			fmt.Fprintf(w, "        %s\n", s)
+		}
 	}
 }
