@@ -371,6 +371,9 @@ func (sc *scanner) text(path, s string) {
 		return
 	}
 	sc.nstrings++
+	if path == "" {
+		path = "value" // a bare JSON string, not a member of anything
+	}
 	if len(s) > maxStringBytes {
 		s = s[:maxStringBytes]
 	}
