@@ -33,6 +33,17 @@ func Visible(s string) string {
 	return b.String()
 }
 
+// VisibleLine is Visible for text that must stay on one line (names, keys):
+// newlines and tabs are written <U+000A> and <U+0009> too, so a name cannot
+// forge lines of output.
+func VisibleLine(s string) string {
+	v := Visible(s)
+	if !strings.ContainsAny(v, "\n\t") {
+		return v
+	}
+	return strings.NewReplacer("\n", "<U+000A>", "\t", "<U+0009>").Replace(v)
+}
+
 func invisible(r rune) bool {
 	switch {
 	case r == '\n' || r == '\t' || r == ' ':
