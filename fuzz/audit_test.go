@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/mcpcage/mcpcage/internal/audit"
@@ -32,23 +31,14 @@ func auditSeedLog(t testing.TB, keyDir string, n int) []byte {
 	return b
 }
 
-var (
-	auditKeysOnce sync.Once
-	auditKeyDir   string
-)
-
-func auditKeys(t testing.TB) string {
-	auditKeysOnce.Do(func() {
-		d, err := os.MkdirTemp("", "fuzz-audit-keys-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := audit.LoadOrCreateKeys(d); err != nil {
-			t.Fatal(err)
-		}
-		auditKeyDir = d
-	})
-	return auditKeyDir
+// auditKeys makes the keys one fuzz target uses, in its own temporary
+// directory (each fuzzing worker process makes its own).
+func auditKeys(f *testing.F) string {
+	d := f.TempDir()
+	if _, err := audit.LoadOrCreateKeys(d); err != nil {
+		f.Fatal(err)
+	}
+	return d
 }
 
 // FuzzAuditRecord: the strict record parser never panics, and what it
