@@ -46,7 +46,9 @@ var cageNames = map[string]string{
 	"github.com/modelcontextprotocol/servers/tree/main/src/filesystem": "github.com-modelcontextprotocol-servers-tree-main-src-filesyste",
 }
 
-func readFixture(t *testing.T, name string) []byte {
+func readFixture(t *testing.T, name string) []byte { return readFixtureTB(t, name) }
+
+func readFixtureTB(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/mcpcage/mcpcage/internal/cage"
 	"github.com/mcpcage/mcpcage/internal/secrets"
@@ -61,13 +62,13 @@ const (
 
 // Self is the running mcpcage binary, to recognise entries it wrote. Tests
 // may replace it.
-var Self = func() string {
+var Self = sync.OnceValue(func() string {
 	p, err := os.Executable()
 	if err != nil {
 		return ""
 	}
 	return p
-}
+})
 
 // IsMcpcage reports whether a command names mcpcage.
 func IsMcpcage(command string) bool {
@@ -82,6 +83,12 @@ func IsMcpcage(command string) bool {
 	}
 	if command == self {
 		return true
+	}
+	// Only an absolute path can name this very binary under another name
+	// (a package manager's shim); a bare name would be looked up in the
+	// current directory.
+	if !filepath.IsAbs(command) {
+		return false
 	}
 	a, err1 := os.Stat(command)
 	b, err2 := os.Stat(self)
