@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 
