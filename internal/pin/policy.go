@@ -488,6 +488,7 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 			f.Approved.Set(k, items)
 			f.Approved.Time = now
 			approved, pinned = items, true
+			dropSettledPending(f, k)
 			return true, nil
 		}
 		var err error
@@ -497,7 +498,7 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 		}
 		approved = f.Approved.List(k)
 		if len(changes) == 0 && f.Approved.Has(k) {
-			return false, nil
+			return dropSettledPending(f, k), nil
 		}
 		if f.Approved.Has(k) {
 			lock = p.driftMessage(k, changes, items)
@@ -550,6 +551,19 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 	p.mu.Unlock()
 	p.setState(k, st)
 	return nil
+}
+
+// dropSettledPending removes the pending list of kind k when it holds what is
+// now approved anyway, so that diff never shows a pending set with no change.
+func dropSettledPending(f *File, k Kind) bool {
+	if !f.Pending.Has(k) {
+		return false
+	}
+	if ch, err := Compare(k, f.Approved.List(k), f.Pending.List(k)); err != nil || len(ch) > 0 {
+		return false
+	}
+	f.Pending.Set(k, nil)
+	return true
 }
 
 // cachedIndex is an approved list and the pin file it was read from.
