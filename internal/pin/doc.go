@@ -23,8 +23,9 @@
 // resources/templates/list) the policy walks every page itself with the
 // proxy's own requests, compares the complete list with the pins, and answers
 // the client with one page. A walk longer than MaxPages pages, larger than
-// MaxBytes, with more than MaxItems items, or whose cursor comes back, fails
-// closed with a -32001 error that says which. Then:
+// MaxBytes, with more than MaxItems items, slower than WalkTimeout, or whose
+// cursor comes back, fails closed with a -32001 error that says which, and
+// nothing is pinned. Then:
 //
 //   - first use (no pins for that list): the list is pinned and served (trust
 //     on first use), unless Strict, where it is stored as pending and the

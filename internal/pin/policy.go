@@ -23,6 +23,9 @@ const (
 	DefaultMaxPages = 100
 	DefaultMaxBytes = 32 << 20
 	DefaultMaxItems = 10000
+	// DefaultWalkTimeout bounds a whole walk, so a server that stops
+	// answering the proxy's own requests cannot leave the client waiting.
+	DefaultWalkTimeout = 60 * time.Second
 )
 
 // Config sets up the pin policy of one session.
@@ -45,6 +48,7 @@ type Config struct {
 	Event func(kind string, fields map[string]any)
 	// Limits; zero means the Default values.
 	MaxPages, MaxBytes, MaxItems int
+	WalkTimeout                  time.Duration
 	Now                          func() time.Time
 }
 
@@ -117,6 +121,9 @@ func New(cfg Config) *Policy {
 	}
 	if cfg.MaxItems <= 0 {
 		cfg.MaxItems = DefaultMaxItems
+	}
+	if cfg.WalkTimeout <= 0 {
+		cfg.WalkTimeout = DefaultWalkTimeout
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -317,6 +324,8 @@ func (p *Policy) refresh(ctx context.Context, s *proxy.Session, k Kind) ([]jsont
 // walk fetches every page of the list with the proxy's own requests.
 func (p *Policy) walk(ctx context.Context, s *proxy.Session, k Kind) ([]jsontext.Value, error) {
 	method := listMethod(k)
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.WalkTimeout)
+	defer cancel()
 	var items []jsontext.Value
 	seen := map[string]bool{}
 	cursor, total := "", 0
@@ -326,6 +335,9 @@ func (p *Policy) walk(ctx context.Context, s *proxy.Session, k Kind) ([]jsontext
 		}
 		params := listParams(s.ProtocolVersion(), cursor)
 		resp, err := s.Call(ctx, method, params)
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("the server did not list its %ss within %v", k.Noun(), p.cfg.WalkTimeout)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("the server did not answer %s: %v", method, err)
 		}

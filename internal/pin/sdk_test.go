@@ -169,10 +169,15 @@ func TestWalkGuards(t *testing.T) {
 		{"pages", func(c *pin.Config) { c.MaxPages = 2 }, "mcpcage blocked tools/list: the server's tool list has more than 2 pages"},
 		{"bytes", func(c *pin.Config) { c.MaxBytes = 1000 }, "mcpcage blocked tools/list: the server's tool list is larger than 1000 bytes"},
 		{"items", func(c *pin.Config) { c.MaxItems = 2 }, "mcpcage blocked tools/list: the server lists more than 2 tools"},
+		{"timeout", func(c *pin.Config) { c.WalkTimeout = 300 * time.Millisecond }, "mcpcage blocked tools/list: the server did not list its tools within 300ms"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			store := pin.Store{Dir: filepath.Join(t.TempDir(), "pins")}
-			o := session(t, store, fixture.Config{Tools: tools, PageSize: 1}, c.tune)
+			fc := fixture.Config{Tools: tools, PageSize: 1}
+			if c.name == "timeout" {
+				fc.Hang = "tools/list"
+			}
+			o := session(t, store, fc, c.tune)
 			var we *jsonrpc.Error
 			if !errors.As(o.listErr, &we) || we.Code != -32001 || we.Message != c.want {
 				t.Fatalf("got %v, want -32001 %q", o.listErr, c.want)
