@@ -167,8 +167,8 @@ func Verify(opts VerifyOptions) (*Report, error) {
 		switch {
 		case errors.Is(anchorErr, fs.ErrNotExist):
 			if w.seq > 0 {
-				r.Problem = &Problem{Kind: RolledBack, File: opts.Anchor,
-					Message: "the anchor holds no checkpoint although the log has records: the anchor was removed, or this log replaced one that never reached it"}
+				r.Problem = &Problem{Kind: CheckpointMissing, File: opts.Anchor,
+					Message: "the anchor file does not exist, so the log cannot be checked against it (it was removed, or no session has written a checkpoint since the anchor was set)"}
 				return r, nil
 			}
 		case anchorErr != nil:
