@@ -66,7 +66,9 @@ base_tar="$CACHE/$SUITE-base-$(echo "$BASE_PKGS" | sha256sum | cut -c1-12).tar"
 if [ ! -s "$base_tar" ]; then
 	say "debootstrap $SUITE (minbase) from $MIRROR; this takes a few minutes once"
 	mkdir -p "$CACHE/debs"
-	debootstrap --variant=minbase --include="$BASE_PKGS" \
+	keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+	[ -r "$keyring" ] || die "$keyring is missing: apt-get install debian-archive-keyring (the archive's signature must be checked)"
+	debootstrap --variant=minbase --keyring="$keyring" --include="$BASE_PKGS" \
 		--cache-dir="$PWD/$CACHE/debs" "$SUITE" "$WORK/base" "$MIRROR" >"$WORK/debootstrap.log" 2>&1 ||
 		{ tail -30 "$WORK/debootstrap.log" >&2; die "debootstrap failed (log above)"; }
 	# The cage's user: uid 1000 like the official images' "node" user, so that
