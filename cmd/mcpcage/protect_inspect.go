@@ -247,10 +247,25 @@ func pinStatus(name string, current []jsontext.Value) (string, string) {
 	if err != nil {
 		return "error", err.Error()
 	}
-	if len(changes) > 0 {
-		return "changed", fmt.Sprintf("%d tools differ from the approved ones: the next session will lock (`mcpcage diff %s` then)", len(changes), name)
+	// Servers offer some tools only to clients with some capabilities
+	// (server-everything's get-roots-list needs roots), and inspection is a
+	// bare client: a tool it is not shown is not evidence of a change.
+	var what, missing []string
+	for _, c := range changes {
+		if c.Op == pin.Removed {
+			missing = append(missing, scan.Visible(c.Key))
+			continue
+		}
+		what = append(what, fmt.Sprintf("%s %s", scan.Visible(c.Key), c.Op))
 	}
-	return "matches", fmt.Sprintf("matches the %d approved tools", len(approved))
+	if len(what) > 0 {
+		return "changed", fmt.Sprintf("differs from the approved tools (%s): a session would lock (`mcpcage diff %s` then)", strings.Join(what, ", "), name)
+	}
+	text := fmt.Sprintf("matches the %d approved tools", len(approved))
+	if len(missing) > 0 {
+		text = fmt.Sprintf("matches the approved tools it was shown; not offered to inspection: %s (some tools are offered only to clients with certain capabilities)", strings.Join(missing, ", "))
+	}
+	return "matches", text
 }
 
 func printInspect(w io.Writer, r *inspectResultJSON) {
