@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"regexp"
@@ -17,7 +18,7 @@ import (
 // nothing but spell ASCII text a model reads. The one legitimate use, the
 // flag sequences of subdivisions (black flag U+1F3F4, a few tag letters, the
 // cancel tag U+E007F), is let through.
-func (sc *scanner) checkTags(path, s string) {
+func (sc *scanner) checkTags(s string) {
 	r := sc.set.checks["tag-chars"]
 	for i := 0; i < len(s); {
 		c, n := utf8.DecodeRuneInString(s[i:])
@@ -34,7 +35,7 @@ func (sc *scanner) checkTags(path, s string) {
 			j += m
 		}
 		if !flagSequence(s, i, j) {
-			sc.addSpan(r, path, s, i, j)
+			sc.addSpan(r, s, i, j)
 			return
 		}
 		i = j
@@ -71,7 +72,7 @@ func isRTL(r rune) bool {
 // which can make text display in an order other than the one the model reads.
 // Text that contains right-to-left letters uses them legitimately and is left
 // alone; the marks LRM, RLM and ALM are never reported.
-func (sc *scanner) checkBidi(path, s string) {
+func (sc *scanner) checkBidi(s string) {
 	at := -1
 	rtl := false
 	for i, c := range s {
@@ -92,7 +93,7 @@ func (sc *scanner) checkBidi(path, s string) {
 		_, m := utf8.DecodeRuneInString(s[end:])
 		end += m
 	}
-	sc.addSpan(sc.set.checks["bidi"], path, s, at, end)
+	sc.addSpan(sc.set.checks["bidi"], s, at, end)
 }
 
 // checkMixedScript reports words that mix Latin letters with Cyrillic or
@@ -100,12 +101,12 @@ func (sc *scanner) checkBidi(path, s string) {
 // word reads as one thing to a person and as another to a program. Words
 // written wholly in one script, and Greek letters used as symbols (μs, Ωm),
 // are fine.
-func (sc *scanner) checkMixedScript(path, s string) {
+func (sc *scanner) checkMixedScript(s string) {
 	start := -1
 	latin, look := 0, 0
 	flush := func(end int) bool {
 		if start >= 0 && latin > 0 && look > 0 {
-			sc.addSpan(sc.set.checks["mixed-script"], path, s, start, end)
+			sc.addSpan(sc.set.checks["mixed-script"], s, start, end)
 			return true
 		}
 		return false
@@ -133,7 +134,7 @@ func (sc *scanner) checkMixedScript(path, s string) {
 // checkEncoded decodes long base64 and hex runs and scans what they decode
 // to with the phrase rules: encoded text that carries an instruction or a
 // command is reported, binary data and plain identifiers are not.
-func (sc *scanner) checkEncoded(path, s string) {
+func (sc *scanner) checkEncoded(s string) {
 	r := sc.set.checks["encoded"]
 	for _, run := range encodedRuns(s) {
 		dec, ok := decodeRun(run)
@@ -142,9 +143,10 @@ func (sc *scanner) checkEncoded(path, s string) {
 		}
 		sub := newScanner()
 		sub.decoded = sc.decoded + 1
-		sub.text(path, dec)
+		sub.pb = append(sub.pb[:0], sc.pb...)
+		sub.text(dec)
 		if Max(sub.out) >= Medium {
-			sc.add(r, path, run[:min(len(run), 24)]+"… = "+dec)
+			sc.add(r, run[:min(len(run), 24)]+"… = "+dec)
 			return
 		}
 	}
@@ -252,8 +254,8 @@ func compileAll(ps ...string) []*regexp.Regexp {
 // always ...", "send_email has been deprecated", "use this instead of
 // send_email". Merely naming another tool ("use list_files to find the
 // path", "DEPRECATED: use read_text_file instead") is fine.
-func (sc *scanner) checkCrossTool(path string, nt *normText) {
-	if !descriptive(path) {
+func (sc *scanner) checkCrossTool(nt *normText) {
+	if !descriptive(sc.pb) {
 		return
 	}
 	low := string(nt.lower)
@@ -293,13 +295,13 @@ func (sc *scanner) checkCrossTool(path string, nt *normText) {
 		ra, rb := nt.rawSpan(k, e)
 		for _, re := range crossToolOrders {
 			if re.MatchString(sent) {
-				sc.addSpan(sc.set.checks["cross-tool"], path, nt.raw, ra, rb)
+				sc.addSpan(sc.set.checks["cross-tool"], nt.raw, ra, rb)
 				return
 			}
 		}
 		for _, re := range crossToolPrefer {
 			if re.MatchString(sent) {
-				sc.addSpan(sc.set.checks["cross-tool-prefer"], path, nt.raw, ra, rb)
+				sc.addSpan(sc.set.checks["cross-tool-prefer"], nt.raw, ra, rb)
 			}
 		}
 		k = next
@@ -308,9 +310,9 @@ func (sc *scanner) checkCrossTool(path string, nt *normText) {
 
 func nameByte(c byte) bool { return wordByte(c) || c == '-' || c == '.' }
 
-func descriptive(path string) bool {
-	return path == "description" || path == "instructions" || path == "title" ||
-		strings.HasSuffix(path, ".description") || strings.HasSuffix(path, ".title") || strings.HasSuffix(path, "]")
+func descriptive(p []byte) bool {
+	return string(p) == "description" || string(p) == "instructions" || string(p) == "title" ||
+		bytes.HasSuffix(p, []byte(".description")) || bytes.HasSuffix(p, []byte(".title")) || bytes.HasSuffix(p, []byte("]"))
 }
 
 func wordByte(c byte) bool {

@@ -21,7 +21,8 @@ func scanExample(r *Rule, s string) []Finding {
 	if r.In == "schema" {
 		path = "inputSchema.properties.x.description"
 	}
-	sc.text(path, s)
+	sc.pb = append(sc.pb[:0], path...)
+	sc.text(s)
 	return sc.result()
 }
 

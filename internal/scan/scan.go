@@ -40,7 +40,8 @@ func Item(kind string, item json.RawMessage, siblings []json.RawMessage) []Findi
 	if kind == "instructions" {
 		var s string
 		if json.Unmarshal(item, &s) == nil {
-			sc.text("instructions", s)
+			sc.pb = append(sc.pb[:0], "instructions"...)
+			sc.text(s)
 			return sc.result()
 		}
 	}
@@ -77,7 +78,8 @@ func Tools(tools []json.RawMessage) [][]Finding {
 // Text scans one string that the model will read, reported under path.
 func Text(path, s string) []Finding {
 	sc := newScanner()
-	sc.text(path, s)
+	sc.pb = append(sc.pb[:0], path...)
+	sc.text(s)
 	return sc.result()
 }
 
@@ -127,6 +129,9 @@ type scanner struct {
 	order    map[string]int // path -> order first seen, for sorting
 	seen     map[[2]string]bool
 	spans    map[string][]span // raw spans of findings per path (one string per path)
+	pb       []byte            // the JSON path of the string being scanned
+	pstr     string            // pb as a string, once needed for the current string
+	pok      bool
 	nstrings int
 	decoded  int  // nesting of encoded-payload rescans
 	ident    bool // the string being scanned is an identifier (a name)
@@ -207,7 +212,20 @@ func (sc *scanner) result() []Finding {
 	return sc.out
 }
 
-func (sc *scanner) add(r *Rule, path, snippet string) {
+// path is the JSON path of the string being scanned, made into a string
+// only when a finding needs it.
+func (sc *scanner) path() string {
+	if !sc.pok {
+		sc.pstr, sc.pok = string(sc.pb), true
+		if sc.pstr == "" {
+			sc.pstr = "value" // a bare JSON string, not a member of anything
+		}
+	}
+	return sc.pstr
+}
+
+func (sc *scanner) add(r *Rule, snippet string) {
+	path := sc.path()
 	k := [2]string{r.ID, path}
 	if sc.seen[k] {
 		return
@@ -231,7 +249,8 @@ type span struct {
 // one per rule that recognizes part of it. Findings about characters and
 // findings about words do not hide each other: hidden text is shown and
 // what it says is reported.
-func (sc *scanner) addSpan(r *Rule, path, s string, a, b int) {
+func (sc *scanner) addSpan(r *Rule, s string, a, b int) {
+	path := sc.path()
 	raw := r.On == "raw" || r.Check == "tag-chars" || r.Check == "bidi" || r.Check == "mixed-script"
 	for _, sp := range sc.spans[path] {
 		if !sc.keepAll && sp.a <= a && b <= sp.b && sp.sev >= r.Severity && sp.raw == raw {
@@ -242,7 +261,7 @@ func (sc *scanner) addSpan(r *Rule, path, s string, a, b int) {
 		sc.spans = map[string][]span{}
 	}
 	sc.spans[path] = append(sc.spans[path], span{a, b, r.Severity, raw})
-	sc.add(r, path, s[a:b])
+	sc.add(r, s[a:b])
 }
 
 // shorten keeps a snippet to one short line.
@@ -265,13 +284,15 @@ func (sc *scanner) walkJSON(b []byte, path string) {
 		sc.rd.Reset(b)
 		sc.dec.Reset(sc.rd, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	}
-	dec := sc.dec
-	if err := sc.walk(dec, path, 0); err != nil && err != io.EOF && sc.nstrings == 0 && len(bytes.TrimSpace(b)) > 0 {
-		sc.text(path, string(b))
+	sc.pb = append(sc.pb[:0], path...)
+	if err := sc.walk(sc.dec, 0); err != nil && err != io.EOF && sc.nstrings == 0 && len(bytes.TrimSpace(b)) > 0 {
+		sc.pb = append(sc.pb[:0], path...)
+		sc.text(string(b))
 	}
 }
 
-func (sc *scanner) walk(dec *jsontext.Decoder, path string, depth int) error {
+// walk scans one JSON value at the path in sc.pb, which it leaves as found.
+func (sc *scanner) walk(dec *jsontext.Decoder, depth int) error {
 	if depth > maxDepth {
 		return dec.SkipValue()
 	}
@@ -281,10 +302,11 @@ func (sc *scanner) walk(dec *jsontext.Decoder, path string, depth int) error {
 	}
 	switch tok.Kind() {
 	case '"':
-		sc.ident = path == "name"
-		sc.text(path, tok.String())
+		sc.ident = string(sc.pb) == "name"
+		sc.text(tok.String())
 		sc.ident = false
 	case '{':
+		n := len(sc.pb)
 		for dec.PeekKind() != '}' {
 			kt, err := dec.ReadToken()
 			if err != nil {
@@ -292,9 +314,11 @@ func (sc *scanner) walk(dec *jsontext.Decoder, path string, depth int) error {
 			}
 			key := kt.String()
 			if !schemaKeyword[key] {
+				sc.pb = appendQuotedKey(sc.pb, key)
 				sc.ident = true
-				sc.text(path+"["+strconv.Quote(key)+"]", key)
+				sc.text(key)
 				sc.ident = false
+				sc.pb = sc.pb[:n]
 			}
 			if sc.skipKeys[key] {
 				if err := dec.SkipValue(); err != nil {
@@ -302,15 +326,22 @@ func (sc *scanner) walk(dec *jsontext.Decoder, path string, depth int) error {
 				}
 				continue
 			}
-			if err := sc.walk(dec, joinPath(path, key), depth+1); err != nil {
+			sc.pb = appendMember(sc.pb, key)
+			err = sc.walk(dec, depth+1)
+			sc.pb = sc.pb[:n]
+			if err != nil {
 				return err
 			}
 		}
 		_, err = dec.ReadToken()
 		return err
 	case '[':
+		n := len(sc.pb)
 		for i := 0; dec.PeekKind() != ']'; i++ {
-			if err := sc.walk(dec, path+"["+strconv.Itoa(i)+"]", depth+1); err != nil {
+			sc.pb = append(strconv.AppendInt(append(sc.pb, '['), int64(i), 10), ']')
+			err := sc.walk(dec, depth+1)
+			sc.pb = sc.pb[:n]
+			if err != nil {
 				return err
 			}
 		}
@@ -320,16 +351,23 @@ func (sc *scanner) walk(dec *jsontext.Decoder, path string, depth int) error {
 	return nil
 }
 
-func joinPath(path, key string) string {
+// appendMember adds .key to a path, or ["key"] when key is not a plain
+// identifier.
+func appendMember(p []byte, key string) []byte {
 	if isIdent(key) {
-		if path == "" {
-			return key
+		if len(p) > 0 {
+			p = append(p, '.')
 		}
-		return path + "." + key
+		return append(p, key...)
 	}
-	return path + "[" + strconv.Quote(key) + "]"
+	return appendQuotedKey(p, key)
 }
 
+func appendQuotedKey(p []byte, key string) []byte {
+	p = append(p, '[')
+	p = strconv.AppendQuote(p, key)
+	return append(p, ']')
+}
 func isIdent(s string) bool {
 	if s == "" {
 		return false
@@ -366,14 +404,12 @@ var schemaKeyword = map[string]bool{
 }
 
 // text scans one string.
-func (sc *scanner) text(path, s string) {
+func (sc *scanner) text(s string) {
 	if sc.nstrings >= maxStrings {
 		return
 	}
 	sc.nstrings++
-	if path == "" {
-		path = "value" // a bare JSON string, not a member of anything
-	}
+	sc.pok = false
 	if len(s) > maxStringBytes {
 		s = s[:maxStringBytes]
 	}
@@ -382,14 +418,14 @@ func (sc *scanner) text(path, s string) {
 		if special {
 			for _, r := range set.raw {
 				if a, b, ok := r.findSpanString(s); ok {
-					sc.addSpan(r, path, s, a, b)
+					sc.addSpan(r, s, a, b)
 				}
 			}
-			sc.checkTags(path, s)
-			sc.checkBidi(path, s)
+			sc.checkTags(s)
+			sc.checkBidi(s)
 		}
 		if nonASCII {
-			sc.checkMixedScript(path, s)
+			sc.checkMixedScript(s)
 		}
 	}
 	nt := &sc.nt
@@ -403,7 +439,7 @@ func (sc *scanner) text(path, s string) {
 	}
 	set.pre.candidates(nt.lower, hit, also)
 	for i, r := range set.text {
-		if !hit[i] || (len(r.Also) > 0 && !also[i]) || (r.In == "schema" && !inSchema(path)) {
+		if !hit[i] || (len(r.Also) > 0 && !also[i]) || (r.In == "schema" && !inSchema(sc.pb)) {
 			continue
 		}
 		target := nt.lower
@@ -412,19 +448,19 @@ func (sc *scanner) text(path, s string) {
 		}
 		if a, b, ok := r.findSpan(target); ok {
 			ra, rb := nt.rawSpan(a, b)
-			sc.addSpan(r, path, s, ra, rb)
+			sc.addSpan(r, s, ra, rb)
 		}
 	}
 	if sc.decoded == 0 {
-		sc.checkEncoded(path, s)
+		sc.checkEncoded(s)
 	}
 	if len(sc.siblings) > 0 {
-		sc.checkCrossTool(path, nt)
+		sc.checkCrossTool(nt)
 	}
 }
 
-func inSchema(path string) bool {
-	return strings.HasPrefix(path, "inputSchema") || strings.HasPrefix(path, "outputSchema")
+func inSchema(path []byte) bool {
+	return bytes.HasPrefix(path, []byte("inputSchema")) || bytes.HasPrefix(path, []byte("outputSchema"))
 }
 
 // rawNeeds reports what the raw checks have to look at in s: special is a

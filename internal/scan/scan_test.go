@@ -139,7 +139,8 @@ func TestCategories(t *testing.T) {
 			for _, n := range []string{"send_mail", "init_session"} {
 				sc.addSibling(n)
 			}
-			sc.text("description", c.text)
+			sc.pb = append(sc.pb[:0], "description"...)
+			sc.text(c.text)
 			fs := sc.result()
 			if c.want == "" {
 				for _, f := range fs {
