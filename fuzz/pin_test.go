@@ -68,6 +68,35 @@ func FuzzPinFile(f *testing.F) {
 	})
 }
 
+// FuzzPinListResult: a server's list page never panics the reader, and what
+// it accepts compares equal to itself (or is refused as a whole).
+func FuzzPinListResult(f *testing.F) {
+	seedPinFiles(f, "../../shared/seed-servers/*.tools.json")
+	for _, s := range []string{
+		`{"tools":[{"name":"a"},{"name":"b","annotations":{}}],"nextCursor":"p2"}`,
+		`{"tools":[],"nextCursor":null,"_meta":{}}`,
+		`{"tools":[{"name":"a"},{"name":"a"}]}`,
+		`{"tools":[{"name":"\u0061","x":1e999}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		items, _, err := pin.ParsePage(b, pin.Tools)
+		if err != nil {
+			return
+		}
+		for _, it := range items {
+			if !it.IsValid() || it.Kind() != '{' {
+				t.Fatalf("accepted a non-object item %q", it)
+			}
+		}
+		ch, err := pin.Compare(pin.Tools, items, items)
+		if err == nil && len(ch) != 0 {
+			t.Fatalf("a list differs from itself: %+v", ch)
+		}
+	})
+}
+
 func seedPinFiles(f *testing.F, pattern string) {
 	ms, _ := filepath.Glob(pattern)
 	for _, m := range ms {

@@ -394,7 +394,13 @@ func listParams(version, cursor string) []byte {
 	return append(b, '}')
 }
 
-// parsePage reads one list result: the items under k and nextCursor.
+// ParsePage reads one page of a list result (untrusted: what a server sent):
+// the items under k, each an object with whitespace removed, and nextCursor
+// ("" on the last page). Members other than those two are ignored.
+func ParsePage(result []byte, k Kind) ([]jsontext.Value, string, error) {
+	return parsePage(result, k)
+}
+
 func parsePage(result []byte, k Kind) ([]jsontext.Value, string, error) {
 	dec := jsontext.NewDecoder(bytes.NewReader(result))
 	if dec.PeekKind() != '{' {
