@@ -39,6 +39,23 @@ func init() {
 	}
 }
 
+func init() {
+	// audit-append FILE TEXT: append TEXT (no newline), as a crash in the
+	// middle of a write leaves it.
+	scriptCommands["audit-append"] = func() {
+		f, err := os.OpenFile(os.Args[1], os.O_WRONLY|os.O_APPEND, 0)
+		if err == nil {
+			_, err = f.WriteString(os.Args[2])
+			f.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+}
+
 func TestAuditTailFollow(t *testing.T) {
 	root := t.TempDir()
 	opts := audit.Options{Dir: filepath.Join(root, "audit"), KeyDir: filepath.Join(root, "keys"), MaxFileSize: 600}
@@ -212,5 +229,32 @@ func TestAuditPolicyOutcomes(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A server can name a tool anything; a drift record must still fit a line.
+func TestAuditEventClipsNames(t *testing.T) {
+	t.Setenv("MCPCAGE_HOME", t.TempDir())
+	out := &syncBuffer{}
+	rc := &RunContext{IO: &IOStreams{Out: out, ErrOut: out}, Name: "demo"}
+	pol, err := newAuditPolicy(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := strings.Repeat("x", 200000)
+	rc.Audit("drift", map[string]any{"server": "demo", "what": huge, "changes": []string{"changed " + huge, "added y"}})
+	pol.(*auditPolicy).SessionEnd(context.Background(), &proxy.Session{Name: "demo"}, 0)
+	if out.String() != "" {
+		t.Fatalf("stderr: %s", out.String())
+	}
+	var drift *audit.Record
+	audit.Scan(filepath.Join(os.Getenv("MCPCAGE_HOME"), "audit"), func(file string, line int, rec *audit.Record, err error) error {
+		if rec != nil && rec.Kind == "drift" {
+			drift = rec
+		}
+		return nil
+	})
+	if drift == nil || len(drift.Line) > 2000 || !bytes.Contains(drift.Line, []byte(`"added y"`)) {
+		t.Fatalf("drift record: %v", drift)
 	}
 }

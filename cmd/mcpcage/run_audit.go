@@ -119,7 +119,23 @@ func (p *auditPolicy) event(kind string, fields map[string]any) {
 	p.ensureStarted("")
 	f := map[string]any{"session": p.session}
 	for k, v := range fields {
-		f[k] = v
+		// Names in events come from the server; a huge one must not push
+		// the record past the line limit and so out of the log.
+		switch v := v.(type) {
+		case string:
+			f[k] = clip(v, 256)
+		case []string:
+			out := make([]string, 0, len(v))
+			for i, s := range v {
+				if i == 100 {
+					break
+				}
+				out = append(out, clip(s, 256))
+			}
+			f[k] = out
+		default:
+			f[k] = v
+		}
 	}
 	p.append(kind, f)
 }
