@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -147,44 +146,13 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// bridgeGateway returns the default bridge's gateway address, after checking
-// that it belongs to an interface of this machine: the tests listen there and
-// never send anything off the machine.
 func bridgeGateway(t *testing.T, cli *client.Client) string {
 	t.Helper()
-	nw, err := cli.NetworkInspect(context.Background(), "bridge", network.InspectOptions{})
-	if err != nil {
-		t.Fatalf("inspect bridge network: %v", err)
-	}
-	if len(nw.IPAM.Config) == 0 {
-		t.Fatal("the bridge network has no address range")
-	}
-	gw := nw.IPAM.Config[0].Gateway
-	_, subnet, err := net.ParseCIDR(nw.IPAM.Config[0].Subnet)
-	if err != nil {
-		t.Fatalf("bridge subnet: %v", err)
-	}
-	// Older engines leave Gateway out: it is then the bridge interface's own
-	// address in the subnet.
-	ifname := nw.Options["com.docker.network.bridge.name"]
-	ifs, err := net.Interfaces()
+	gw, err := cagetest.BridgeGateway(context.Background(), cli)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, i := range ifs {
-		addrs, _ := i.Addrs()
-		for _, a := range addrs {
-			ipn, ok := a.(*net.IPNet)
-			if !ok {
-				continue
-			}
-			if ipn.IP.String() == gw || (gw == "" && i.Name == ifname && subnet.Contains(ipn.IP)) {
-				return ipn.IP.String()
-			}
-		}
-	}
-	t.Fatalf("the bridge gateway (%q on %s) is not an address of this machine", gw, ifname)
-	return ""
+	return gw
 }
 
 // listeners opens a TCP listener on the host's loopback and on the bridge

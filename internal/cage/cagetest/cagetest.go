@@ -9,12 +9,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 )
 
@@ -83,4 +85,43 @@ func BuildProbeImage(ctx context.Context, cli *client.Client) (string, error) {
 		return "", err
 	}
 	return info.ID, nil
+}
+
+// BridgeGateway returns the address of Docker's default bridge on this
+// machine, after checking that it belongs to one of this machine's
+// interfaces: tests listen there (for containers on the bridge to reach) and
+// never send anything off the machine.
+func BridgeGateway(ctx context.Context, cli *client.Client) (string, error) {
+	nw, err := cli.NetworkInspect(ctx, "bridge", network.InspectOptions{})
+	if err != nil {
+		return "", fmt.Errorf("inspect the bridge network: %w", err)
+	}
+	if len(nw.IPAM.Config) == 0 {
+		return "", fmt.Errorf("the bridge network has no address range")
+	}
+	gw := nw.IPAM.Config[0].Gateway
+	_, subnet, err := net.ParseCIDR(nw.IPAM.Config[0].Subnet)
+	if err != nil {
+		return "", fmt.Errorf("bridge subnet: %w", err)
+	}
+	// Older engines leave Gateway out: it is then the bridge interface's own
+	// address in the subnet.
+	ifname := nw.Options["com.docker.network.bridge.name"]
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return "", err
+	}
+	for _, i := range ifs {
+		addrs, _ := i.Addrs()
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			if ipn.IP.String() == gw || (gw == "" && i.Name == ifname && subnet.Contains(ipn.IP)) {
+				return ipn.IP.String(), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("the bridge gateway (%q on %s) is not an address of this machine", gw, ifname)
 }
