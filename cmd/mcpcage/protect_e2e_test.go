@@ -3,17 +3,29 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpcage/mcpcage/internal/clients"
+	"github.com/mcpcage/mcpcage/internal/pin"
 )
+
+func toolName(v jsontext.Value) string {
+	var t struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(v, &t)
+	return t.Name
+}
 
 // TestProtectFixStartsCaged: entries caged by `protect --fix` start as a
 // client starts them (the command and args from the file, the env block as
@@ -80,6 +92,30 @@ func TestProtectFixStartsCaged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	inspect := func(wantPin string) {
+		t.Helper()
+		var jout bytes.Buffer
+		io := &IOStreams{In: strings.NewReader(""), Out: &jout, ErrOut: &errOut}
+		if err := protectRun(&ProtectOptions{IO: io, Layout: opts.Layout, JSON: true, Inspect: true}); err != nil {
+			t.Fatalf("protect --inspect: %v\n%s", err, errOut.String())
+		}
+		var rep reportJSON
+		if err := json.Unmarshal(jout.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		for _, sj := range rep.Files[0].Servers {
+			in := sj.Inspect
+			if in == nil || in.Error != "" || in.Pin != wantPin {
+				t.Fatalf("inspect %s: %+v, want pin %q", sj.Name, in, wantPin)
+			}
+			if sj.Name == "everything" && !contains(in.Tools, "echo") {
+				t.Errorf("inspect everything: tools %v lack echo", in.Tools)
+			}
+		}
+	}
+	// Before any session: listed, nothing pinned, nothing written.
+	inspect("new")
+
 	for _, s := range srvs {
 		if !s.Caged() || s.Command != exe {
 			t.Fatalf("%s not caged: %s %q", s.Name, s.Command, s.Args)
@@ -121,6 +157,23 @@ func TestProtectFixStartsCaged(t *testing.T) {
 			}
 		})
 	}
+
+	// The sessions pinned the tools; inspection now finds them unchanged.
+	inspect("matches")
+
+	// What was approved no longer matches what the server offers (as after
+	// an update): inspection says a session would lock, and changes nothing.
+	st := pinStore(filepath.Join(dir, "mcpcage"))
+	for _, name := range []string{"everything", "docs"} {
+		if _, err := st.Update(name, func(f *pin.File) (bool, error) {
+			f.Approved.Tools = append(f.Approved.Tools, jsontext.Value(`{"name":"tool-from-before","description":"gone now","inputSchema":{"type":"object"}}`))
+			f.Approved.Tools[0] = jsontext.Value(`{"name":` + strconv.Quote(toolName(f.Approved.Tools[0])) + `,"description":"approved long ago","inputSchema":{"type":"object"}}`)
+			return true, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inspect("changed")
 
 	// And unwrap gives the file back as it was.
 	out.Reset()
