@@ -635,13 +635,23 @@ func (p *Policy) driftMessage(k Kind, changes []Change, list []jsontext.Value) s
 // and are removed from the result until they are approved, so they never
 // reach the model unreviewed.
 func (p *Policy) initialized(m *jsonrpc.Message) proxy.Verdict {
-	var r struct {
-		Instructions string `json:"instructions"`
-	}
-	if err := json.Unmarshal(m.Result, &r); err != nil {
+	var members map[string]jsontext.Value
+	if err := json.Unmarshal(m.Result, &members); err != nil {
 		return proxy.Verdict{}
 	}
-	q, _ := jsontext.AppendQuote(nil, r.Instructions)
+	// Some clients match member names without regard to case, so any
+	// spelling of "instructions" is what they would show the model; one that
+	// is not a string is removed rather than guessed about.
+	instructions, odd := "", false
+	for name, v := range members {
+		if !strings.EqualFold(name, "instructions") {
+			continue
+		}
+		if name != "instructions" || v.Kind() != '"' || json.Unmarshal(v, &instructions) != nil {
+			odd = true
+		}
+	}
+	q, _ := jsontext.AppendQuote(nil, instructions)
 	if err := p.check(Instructions, []jsontext.Value{q}); err != nil {
 		// Fail closed: the client gets an error instead of a server whose
 		// instructions could not be checked.
@@ -650,7 +660,7 @@ func (p *Policy) initialized(m *jsonrpc.Message) proxy.Verdict {
 	p.mu.Lock()
 	lock := p.state[Instructions].lock
 	p.mu.Unlock()
-	if lock == "" || r.Instructions == "" {
+	if !odd && (lock == "" || instructions == "") {
 		return proxy.Verdict{}
 	}
 	stripped, err := withoutMember(m.Result, "instructions")
@@ -668,7 +678,8 @@ func launchEqual(a, b launch.Launch) bool {
 	return bytes.Equal(x, y)
 }
 
-// withoutMember returns the object obj with the named top-level member removed.
+// withoutMember returns the object obj with the named top-level member
+// removed, in any spelling of its letter case.
 func withoutMember(obj []byte, name string) ([]byte, error) {
 	dec := jsontext.NewDecoder(bytes.NewReader(obj))
 	if _, err := dec.ReadToken(); err != nil {
@@ -685,7 +696,7 @@ func withoutMember(obj []byte, name string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if n == name {
+		if strings.EqualFold(n, name) {
 			continue
 		}
 		if len(out) > 1 {
