@@ -258,3 +258,44 @@ func TestAuditEventClipsNames(t *testing.T) {
 		t.Fatalf("drift record: %v", drift)
 	}
 }
+
+// Once a record cannot be written, further tool calls are refused.
+func TestAuditPolicyFailsClosed(t *testing.T) {
+	t.Setenv("MCPCAGE_HOME", t.TempDir())
+	out := &syncBuffer{}
+	rc := &RunContext{IO: &IOStreams{Out: out, ErrOut: out}, Name: "demo"}
+	pol, err := newAuditPolicy(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pol.(*auditPolicy)
+	ctx := context.Background()
+	sess := &proxy.Session{Name: "demo"}
+	req := func(id string) *proxy.Event {
+		m, err := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"t"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &proxy.Event{Dir: proxy.ClientToServer, Msg: m}
+	}
+	if v := p.Inspect(ctx, sess, req("1")); v.Action != proxy.Forward {
+		t.Fatalf("healthy log: %+v", v)
+	}
+	p.Observe(ctx, sess, req("1"), proxy.Verdict{Action: proxy.Drop})
+	// Someone damages the end of the log in the middle of the session.
+	logFile := filepath.Join(os.Getenv("MCPCAGE_HOME"), "audit", audit.FileName(1))
+	f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("not a record\n")
+	f.Close()
+	p.Observe(ctx, sess, req("2"), proxy.Verdict{Action: proxy.Drop})
+	if !strings.Contains(out.String(), "mcpcage: audit: error: audit: the last record of log-000001.jsonl is damaged") {
+		t.Fatalf("stderr: %q", out.String())
+	}
+	v := p.Inspect(ctx, sess, req("3"))
+	if v.Action != proxy.Reply || !strings.Contains(string(v.Message), `"code":-32001`) || !strings.Contains(string(v.Message), "audit log cannot be written") {
+		t.Fatalf("after a failed write: %+v %s", v, v.Message)
+	}
+}

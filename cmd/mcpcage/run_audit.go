@@ -63,9 +63,11 @@ type auditPolicy struct {
 	session string
 	start   time.Time
 
+	startMu sync.Mutex
+	started bool // under startMu
+
 	mu      sync.Mutex
 	sess    *proxy.Session
-	started bool
 	ended   bool
 	pending map[string]pendingCall // by request id Key()
 	defs    map[string]string      // tool name -> definition hash, from the last tools/list
@@ -148,8 +150,22 @@ func auditEvent(io *IOStreams, kind string, fields map[string]any) {
 	}
 }
 
+// Inspect lets everything through while the log can be written. Once a
+// record could not be written, tool calls are refused: a call that cannot
+// be recorded does not reach the server.
 func (p *auditPolicy) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event) proxy.Verdict {
-	return proxy.Verdict{Action: proxy.Forward}
+	m := ev.Msg
+	if ev.Dir != proxy.ClientToServer || m.Kind != jsonrpc.KindRequest || m.Method != "tools/call" {
+		return proxy.Verdict{Action: proxy.Forward}
+	}
+	p.mu.Lock()
+	failed := p.failed
+	p.mu.Unlock()
+	if !failed {
+		return proxy.Verdict{Action: proxy.Forward}
+	}
+	return proxy.Verdict{Action: proxy.Reply, Message: jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeBlocked,
+		"mcpcage blocked tools/call: the audit log cannot be written, and no call goes unrecorded. Run `mcpcage audit verify`.", nil)}
 }
 
 // append writes a record; a failure is reported once on stderr (the
@@ -176,12 +192,14 @@ func (p *auditPolicy) SessionStart(ctx context.Context, s *proxy.Session) {
 // waits for the initialize response when it can, to carry the protocol
 // version.
 func (p *auditPolicy) ensureStarted(protocol string) {
-	p.mu.Lock()
+	// Held while writing, so no record of the session comes before it.
+	p.startMu.Lock()
+	defer p.startMu.Unlock()
 	if p.started {
-		p.mu.Unlock()
 		return
 	}
 	p.started = true
+	p.mu.Lock()
 	if protocol == "" && p.sess != nil {
 		protocol = p.sess.ProtocolVersion()
 	}
