@@ -46,7 +46,8 @@
 //
 //	SHA-256("mcpcage package v1\n" + kind + "\n" + name + "\n" + version + "\n" + imageID + "\n")
 //
-// with name the npm name as typed or the PEP 503 normalised PyPI name, version
+// with name the npm name as typed or the PEP 503 normalised PyPI name
+// followed by its extras in lower case as typed ("pkg[cli]"), version
 // the exact resolved version, and imageID the image's ID: a virtualenv or a
 // native addon is only valid for the runtime it was installed with.
 //
@@ -120,6 +121,7 @@ type Result struct {
 type Meta struct {
 	Kind      string    `json:"kind"`
 	Package   string    `json:"package"`
+	Extras    string    `json:"extras,omitempty"`
 	Version   string    `json:"version"`
 	Image     string    `json:"image"`
 	ImageID   string    `json:"image_id"`
@@ -132,9 +134,10 @@ type Meta struct {
 
 // Resolved is resolved/<kind>-<h>.json.
 type Resolved struct {
-	Kind    string `json:"kind"`
-	Package string `json:"package"`
-	Version string `json:"version"`
+	Kind      string `json:"kind"`
+	Package   string `json:"package"` // name, and extras ("[a,b]") when given
+	Version   string `json:"version"`
+	Requested string `json:"requested,omitempty"` // the exact version as typed, when one was
 }
 
 // SourceOnlyError is a Python package that has no wheel for the platform:
@@ -198,23 +201,33 @@ func ensure(ctx context.Context, cli client.APIClient, req Request) (*Result, er
 		}
 	}
 	sweepTmp(filepath.Join(root, "tmp"))
-	unlock, err := lockName(ctx, filepath.Join(root, "locks", sp.Kind+"-"+nameHash(sp.Name)+".lock"))
+	// Extras change what is installed, so they are part of the identity.
+	id := sp.Name + strings.ToLower(sp.Extras)
+	unlock, err := lockName(ctx, filepath.Join(root, "locks", sp.Kind+"-"+nameHash(id)+".lock"))
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 
-	resolvedPath := filepath.Join(root, "resolved", sp.Kind+"-"+nameHash(sp.Name)+".json")
+	resolvedPath := filepath.Join(root, "resolved", sp.Kind+"-"+nameHash(id)+".json")
+	rec, _ := readResolved(resolvedPath)
+	if rec != nil && (rec.Package != id || rec.Kind != sp.Kind) {
+		rec = nil
+	}
 	version := ""
-	if sp.Exact {
+	switch {
+	case sp.Exact:
 		version = sp.Version
-	} else if !req.Update {
-		if r, err := readResolved(resolvedPath); err == nil && r.Package == sp.Name && r.Kind == sp.Kind {
-			version = r.Version
+		// A version written another way than the package spells it
+		// ("1.0.0" for 1.0) finds the entry through the record.
+		if rec != nil && rec.Requested == sp.Version {
+			version = rec.Version
 		}
+	case !req.Update && rec != nil:
+		version = rec.Version
 	}
 	if version != "" && !req.Update {
-		if m, dir, err := readEntry(root, sp.Kind, sp.Name, version, imageID); err == nil {
+		if m, dir, err := readEntry(root, sp.Kind, id, version, imageID); err == nil {
 			return result(m, dir, false), nil
 		}
 	}
@@ -223,7 +236,11 @@ func ensure(ctx context.Context, cli client.APIClient, req Request) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	if err := writeJSONAtomic(resolvedPath, Resolved{Kind: sp.Kind, Package: sp.Name, Version: m.Version}); err != nil {
+	requested := ""
+	if sp.Exact {
+		requested = sp.Version
+	}
+	if err := writeJSONAtomic(resolvedPath, Resolved{Kind: sp.Kind, Package: id, Version: m.Version, Requested: requested}); err != nil {
 		return nil, fmt.Errorf("cannot record the installed version: %v", err)
 	}
 	return result(m, dir, true), nil
@@ -265,7 +282,7 @@ func readEntry(root, kind, name, version, imageID string) (*Meta, string, error)
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, "", err
 	}
-	if m.Kind != kind || m.Package != name || m.Version != version || m.ImageID != imageID || len(m.Command) == 0 {
+	if m.Kind != kind || m.Package+m.Extras != name || m.Version != version || m.ImageID != imageID || len(m.Command) == 0 {
 		return nil, "", errors.New("cache entry does not match its key")
 	}
 	return &m, dir, nil
@@ -427,7 +444,11 @@ func installEntry(ctx context.Context, cli client.APIClient, root string, sp Spe
 		case "source-only":
 			return nil, "", &SourceOnlyError{Package: f.Package, Required: sp.Name}
 		case "not-found":
-			return nil, "", &NotFoundError{Kind: sp.Kind, Package: sp.Requirement(version), Registry: redactURL(registry), Detail: f.Detail}
+			nf := &NotFoundError{Kind: sp.Kind, Package: sp.Requirement(version), Registry: redactURL(registry), Detail: f.Detail}
+			if sp.Kind == "uvx" && f.Package != "" && f.Package != sp.Name {
+				nf.Package, nf.Detail = f.Package, f.Detail+", needed by "+sp.Name
+			}
+			return nil, "", nf
 		}
 		showTail(stderr, errOut)
 		return nil, "", fmt.Errorf("installing %s failed: %s", sp.Requirement(version), f.Detail)
@@ -442,6 +463,7 @@ func installEntry(ctx context.Context, cli client.APIClient, root string, sp Spe
 	m := &Meta{
 		Kind:      sp.Kind,
 		Package:   sp.Name,
+		Extras:    strings.ToLower(sp.Extras),
 		Version:   rep.Version,
 		Image:     image,
 		ImageID:   imageID,
@@ -463,7 +485,7 @@ func installEntry(ctx context.Context, cli client.APIClient, root string, sp Spe
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return nil, "", err
 	}
-	final := filepath.Join(root, sp.Kind, EntryKey(sp.Kind, sp.Name, m.Version, imageID))
+	final := filepath.Join(root, sp.Kind, EntryKey(sp.Kind, sp.Name+m.Extras, m.Version, imageID))
 	if _, err := os.Lstat(final); err == nil {
 		// --update of a version already cached: replace it. Servers running
 		// from the old entry keep their mount of the renamed directory.

@@ -203,6 +203,22 @@ func TestUVXInstallFromLocalIndex(t *testing.T) {
 			t.Fatalf("an sdist was downloaded: %s", p)
 		}
 	}
+
+	// PEP 440 spells 1.0.0.0 and 1.0.0 the same release: one install, then
+	// the cache.
+	alias, err := Ensure(ctx, cli, Request{Kind: "uvx", Spec: "mcpcage-demo-server==1.0.0.0"})
+	if err != nil || alias.Version != "1.0.0" {
+		t.Fatalf("==1.0.0.0: %+v %v", alias, err)
+	}
+	alias2, err := Ensure(ctx, cli, Request{Kind: "uvx", Spec: "mcpcage-demo-server==1.0.0.0"})
+	if err != nil || alias2.Installed || alias2.CacheDir != alias.CacheDir {
+		t.Fatalf("==1.0.0.0 again was not served from the cache: %+v %v", alias2, err)
+	}
+	// Extras install other things, so they are another entry.
+	extra, err := Ensure(ctx, cli, Request{Kind: "uvx", Spec: "mcpcage-demo-server[CLI]==1.0.0"})
+	if err != nil || !extra.Installed || extra.CacheDir == res.CacheDir || extra.Package != "mcpcage-demo-server" {
+		t.Fatalf("with extras: %+v %v", extra, err)
+	}
 }
 
 func TestUVXSourceOnlyRefused(t *testing.T) {
