@@ -35,6 +35,11 @@ func BenchmarkStartup(b *testing.B) {
 	}
 	env := testEnv(dir)
 	b.Setenv("MCPCAGE_HOME", dir+"/mcpcage")
+	// The binary a user runs, not this test binary.
+	bin := dir + "/mcpcage-bin"
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/mcpcage/mcpcage/cmd/mcpcage").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
 	cli, err := cage.Connect(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -73,7 +78,7 @@ func BenchmarkStartup(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		runs := []func(){
 			func() {
-				cmd := exec.Command("mcpcage", "run", "--", "npx", "-y", everything)
+				cmd := exec.Command(bin, "run", "--", "npx", "-y", everything)
 				cmd.Env = env
 				tCage += firstToolsList(b, cmd)
 			},
