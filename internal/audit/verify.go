@@ -313,10 +313,13 @@ func (w *walker) recovery(file string, line int, h header) {
 	w.r.Recoveries = append(w.r.Recoveries, Recovery{File: file, Line: line, Seq: h.seq, TornFile: f.File, Offset: f.Offset, TornBytes: f.TornBytes})
 }
 
-// lookahead returns up to two lines after pos, crossing into the next file.
+// lookaheadLines bounds how far classify looks for where a record went.
+const lookaheadLines = 4096
+
+// lookahead returns lines after pos, crossing into the next files.
 func (w *walker) lookahead(fi int, data []byte, pos int) [][]byte {
 	var out [][]byte
-	for len(out) < 2 {
+	for len(out) < lookaheadLines {
 		if pos >= len(data) {
 			fi++
 			if fi >= len(w.files) {
@@ -392,15 +395,36 @@ func (w *walker) classify(file string, lineNo int, line []byte, next [][]byte) *
 			}
 		}
 	case cur.h.seq > want:
-		if n1 != nil && n1.macOK && n1.h.seq == want {
+		at, again := -1, false
+		for i, l := range next {
+			li := w.inspect(l)
+			if !li.macOK {
+				continue
+			}
+			if li.h.seq == want && at < 0 {
+				at = i
+			}
+			if li.h.seq == cur.h.seq && string(li.hash) == cur.hash {
+				again = true
+			}
+		}
+		if at == 0 && again {
+			p.Kind = Inserted
+			p.Message = fmt.Sprintf("this line is a copy of record %d, which comes again later: a copy was inserted", cur.h.seq)
+		} else if at >= 0 {
 			p.Kind = Reordered
-			p.Message = fmt.Sprintf("record %d comes before record %d: records were swapped", cur.h.seq, want)
-		} else if cur.h.seq == want+1 {
-			p.Kind = Deleted
-			p.Message = fmt.Sprintf("record %d is missing: the line before holds record %d and this one record %d", want, w.seq, cur.h.seq)
+			p.Message = fmt.Sprintf("record %d comes before record %d: records were swapped or moved", cur.h.seq, want)
 		} else {
 			p.Kind = Deleted
-			p.Message = fmt.Sprintf("records %d to %d are missing: the line before holds record %d and this one record %d", want, cur.h.seq-1, w.seq, cur.h.seq)
+			what := fmt.Sprintf("records %d to %d are missing", want, cur.h.seq-1)
+			if cur.h.seq == want+1 {
+				what = fmt.Sprintf("record %d is missing", want)
+			}
+			if w.seq == 0 {
+				p.Message = fmt.Sprintf("%s: the log starts at record %d", what, cur.h.seq)
+			} else {
+				p.Message = fmt.Sprintf("%s: the line before holds record %d and this one record %d", what, w.seq, cur.h.seq)
+			}
 		}
 	case cur.h.seq < want:
 		p.Kind = Inserted

@@ -158,7 +158,32 @@ func TestVerifyTamper(t *testing.T) {
 				lines[4], lines[5] = lines[5], lines[4]
 				writeLines(t, tl.path(1), lines)
 			},
-			kind: Reordered, line: 5, msg: "record 6 comes before record 5",
+			kind: Reordered, line: 5, msg: "record 6 comes before record 5: records were swapped",
+		},
+		{
+			name: "swap two far apart",
+			tamper: func(t *testing.T, tl *testLog) {
+				lines := readLines(t, tl.path(1))
+				lines[2], lines[7] = lines[7], lines[2]
+				writeLines(t, tl.path(1), lines)
+			},
+			kind: Reordered, line: 3, msg: "record 8 comes before record 3",
+		},
+		{
+			name: "insert a copy of a later record",
+			tamper: func(t *testing.T, tl *testLog) {
+				lines := readLines(t, tl.path(1))
+				writeLines(t, tl.path(1), append(lines[:3:3], append([][]byte{lines[8]}, lines[3:]...)...))
+			},
+			kind: Inserted, line: 4, msg: "copy of record 9, which comes again later",
+		},
+		{
+			name: "delete the first record",
+			tamper: func(t *testing.T, tl *testLog) {
+				lines := readLines(t, tl.path(1))
+				writeLines(t, tl.path(1), lines[1:])
+			},
+			kind: Deleted, line: 1, msg: "record 1 is missing",
 		},
 		{
 			name: "truncate the tail",
