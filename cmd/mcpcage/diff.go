@@ -269,6 +269,9 @@ func diffJSON(w io.Writer, f *pin.File, changes []pin.Change) error {
 	}
 	for _, c := range changes {
 		jc := diffJSONChange{Kind: c.Kind, Name: c.Key, Op: c.Op.String(), Fields: c.Fields, Old: c.Old, New: c.New}
+		if len(jc.Fields) == 1 && jc.Fields[0] == "" {
+			jc.Fields = nil // instructions: one text, no members
+		}
 		if c.New != nil && pinScan != nil {
 			for _, fd := range pinScan.Item(c.Kind, c.New, f.Pending.List(c.Kind)) {
 				jc.Findings = append(jc.Findings, diffJSONFinding{Severity: fd.Severity.String(), Finding: fd})

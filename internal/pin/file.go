@@ -370,7 +370,7 @@ func (st Store) update(name string, fn func(f *File) (bool, error)) (*File, os.F
 		f, err = &File{Format: Format, Server: name}, nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, &FileError{Server: name, Err: err}
 	}
 	changed, err := fn(f)
 	if err == nil && changed {
@@ -427,6 +427,18 @@ func writeAtomic(p string, b []byte) error {
 	}
 	return nil
 }
+
+// FileError is a pin file that exists but cannot be used.
+type FileError struct {
+	Server string
+	Err    error
+}
+
+func (e *FileError) Error() string {
+	return fmt.Sprintf("the pins of %q cannot be read (%v); see `mcpcage pins show %s`", e.Server, e.Err, e.Server)
+}
+
+func (e *FileError) Unwrap() error { return e.Err }
 
 // Forget removes the pins of name; it reports whether there were any.
 func (st Store) Forget(name string) (bool, error) {
