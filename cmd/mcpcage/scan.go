@@ -406,12 +406,19 @@ func scanCaged(ctx context.Context, opts *ScanOptions) (*scanReport, error) {
 		defer cancel()
 		_ = c.Stop(sctx)
 	}()
+	// The cage's stdout and stderr share one stream: an unread stderr
+	// would stall the server's answers behind it.
+	stderrTail := &tailBuffer{max: 4096}
+	go func() { _, _ = io.Copy(stderrTail, c.Stderr()) }()
 	lctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	l, err := proxy.ListTools(lctx, c)
 	if err != nil {
-		return nil, withHint(fmt.Errorf("cannot list the tools of %q: %v", p.name, err),
-			"if the server needs the network to start, try --allow-net; if it needs a variable, --env NAME")
+		err = fmt.Errorf("cannot list the tools of %q: %v", p.name, err)
+		if tail := lastLine(stderrTail.String()); tail != "" {
+			err = fmt.Errorf("%v (the server said: %s)", err, scan.Visible(tail))
+		}
+		return nil, withHint(err, "if the server needs the network to start, try --allow-net; if it needs a variable, --env NAME")
 	}
 	in := &scanInput{tools: l.Tools}
 	if strings.TrimSpace(l.Instructions) != "" {
