@@ -112,12 +112,28 @@ func TestTwoProcessesAppend(t *testing.T) {
 	if err := b.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Wait(); err != nil {
-		t.Fatal("writer a:", err)
+	// Verify while they write: a growing log is never reported as damaged.
+	done := make(chan error, 2)
+	go func() { done <- a.Wait() }()
+	go func() { done <- b.Wait() }()
+	verifies := 0
+	for finished := 0; finished < 2; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal("writer:", err)
+			}
+			finished++
+		default:
+			r := tl.verify(t)
+			if !r.OK {
+				t.Fatalf("verify during appends: %v", r.Problem)
+			}
+			verifies++
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
-	if err := b.Wait(); err != nil {
-		t.Fatal("writer b:", err)
-	}
+	t.Logf("%d verifies during the appends", verifies)
 	r := tl.verify(t)
 	if !r.OK || r.Records != 2*n || r.Checkpoint == nil || r.Checkpoint.Records != 2*n {
 		t.Fatalf("after two writers: %+v problem %v", r, r.Problem)

@@ -99,19 +99,10 @@ func Verify(opts VerifyOptions) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	files, err := Files(opts.Dir)
-	if err != nil {
-		return nil, err
-	}
+	// Anchor, then checkpoint, then the files: the reverse of the order
+	// writers update them in, so a log growing meanwhile is never seen
+	// shorter than the checkpoint read before it.
 	r := &Report{Files: []string{}}
-	for _, f := range files {
-		r.Files = append(r.Files, FileName(f))
-	}
-	var cp *Checkpoint
-	cpBytes, cpErr := os.ReadFile(filepath.Join(opts.Dir, CheckpointName))
-	if cpErr == nil {
-		cp, cpErr = OpenCheckpoint(cpBytes, k.Public)
-	}
 	var anchor *Checkpoint
 	var anchorErr error
 	if opts.Anchor != "" {
@@ -121,6 +112,18 @@ func Verify(opts VerifyOptions) (*Report, error) {
 		if anchorErr == nil {
 			anchor, anchorErr = OpenCheckpoint(ab, k.Public)
 		}
+	}
+	var cp *Checkpoint
+	cpBytes, cpErr := os.ReadFile(filepath.Join(opts.Dir, CheckpointName))
+	if cpErr == nil {
+		cp, cpErr = OpenCheckpoint(cpBytes, k.Public)
+	}
+	files, err := Files(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		r.Files = append(r.Files, FileName(f))
 	}
 	w := &walker{opts: opts, files: files, mac: newMAC(k.MAC), r: r, want: map[uint64]string{}}
 	if cp != nil {
