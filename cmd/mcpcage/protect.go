@@ -156,6 +156,7 @@ type serverJSON struct {
 	Reach    clients.Reach      `json:"reach"`
 	Secrets  []secrets.Finding  `json:"secrets"`
 	Hint     string             `json:"hint,omitempty"`
+	Warnings []string           `json:"warnings,omitempty"`
 	Inspect  *inspectResultJSON `json:"inspect,omitempty"`
 }
 
@@ -207,6 +208,7 @@ func describe(r *fileReport, s clients.Server, ledger *clients.Ledger) serverJSO
 	if !ok && !j.Caged {
 		j.Hint = why
 	}
+	j.Warnings = s.Warnings()
 	if s.HasCommand {
 		j.Command = append([]string{s.Command}, secrets.RedactArgs(s.Args)...)
 	}
@@ -350,6 +352,9 @@ func printReport(opts *ProtectOptions, rep reportJSON) {
 			if s.Hint != "" && s.Status != statusCaged && s.Status != statusRemote {
 				fmt.Fprintf(w, "      hint: %s\n", s.Hint)
 			}
+			for _, wn := range s.Warnings {
+				fmt.Fprintf(w, "      note: %s\n", wn)
+			}
 			if s.Inspect != nil {
 				printInspect(w, s.Inspect)
 			}
@@ -441,8 +446,18 @@ func printPlan(opts *ProtectOptions, plans []*planFile, verb string) {
 			fmt.Fprintf(w, "  %s %s\n", verb, name)
 			fmt.Fprintf(w, "      before: %s\n", quoteArgs(append([]string{c.Before.Command}, secrets.RedactArgs(c.Before.Args)...)))
 			fmt.Fprintf(w, "      after:  %s\n", quoteArgs(append([]string{c.After.Command}, secrets.RedactArgs(c.After.Args)...)))
+			for _, wn := range warningsFor(verb, c.Before) {
+				fmt.Fprintf(w, "      note: %s\n", wn)
+			}
 		}
 	}
+}
+
+func warningsFor(verb string, s clients.Server) []string {
+	if verb != "cage" {
+		return nil
+	}
+	return s.Warnings()
 }
 
 // confirm asks on a terminal; without one it refuses unless --yes was given.

@@ -158,6 +158,9 @@ func (d *jsonDoc) entry(v *hujson.Value, name string, where []string) {
 			}
 		}
 	}
+	if f := last(members(obj, "envFile")); f != nil {
+		s.EnvFile, _ = litString(f)
+	}
 	if h := last(members(obj, "headers")); h != nil {
 		s.Headers = objectVars(h)
 	}

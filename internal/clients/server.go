@@ -33,6 +33,7 @@ type Server struct {
 	PassEnv   []string
 	URL       string
 	Headers   []Var
+	EnvFile   string // VS Code's envFile: variables the entry does not name
 	Transport string // the entry's "type", if any
 	Disabled  bool
 	// Problem, when set, says why the entry cannot be edited in place.
@@ -190,6 +191,9 @@ func (s Server) Cageable() (bool, string) {
 	case KindImage:
 		return false, "it ships as a Docker image: cage it by hand with `mcpcage run --image IMAGE`"
 	case KindCommand:
+		if f := strings.Fields(s.Command); len(f) > 1 && commandKind(f[0], nil) != KindCommand {
+			return false, "the command and its arguments are one string; write the command alone and the arguments in args, then run --fix again"
+		}
 		return false, "mcpcage cages servers started with npx or uvx; leave this one or start it with npx/uvx"
 	}
 	if s.Problem != "" {
@@ -261,6 +265,14 @@ func CageName(name string) string {
 		return ""
 	}
 	return n
+}
+
+// Warnings are what a person should know before caging the entry.
+func (s Server) Warnings() []string {
+	if s.EnvFile != "" {
+		return []string{"it loads variables from envFile " + s.EnvFile + "; the cage gets only the variables its entry names: add --env NAME to its args for each one it needs"}
+	}
+	return nil
 }
 
 // EnvNames are the names of every variable the client gives the server.
