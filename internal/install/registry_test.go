@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -19,6 +20,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
 )
 
 // npmPackage is one version of a package the test registry serves.
@@ -34,6 +40,7 @@ type testRegistry struct {
 	URL      string
 	mu       sync.Mutex
 	requests []string
+	hold     chan struct{} // when set, tarball requests wait until it is closed
 }
 
 func (r *testRegistry) requested() []string {
@@ -85,6 +92,13 @@ func startNPMRegistryTB(t testing.TB, addr string, pkgs ...npmPackage) *testRegi
 		reg.requests = append(reg.requests, p)
 		reg.mu.Unlock()
 		if tgz, ok := tarballs[p]; ok {
+			if reg.hold != nil {
+				select {
+				case <-reg.hold:
+				case <-req.Context().Done():
+					return
+				}
+			}
 			w.Header().Set("Content-Type", "application/octet-stream")
 			w.Write(tgz)
 			return
@@ -302,4 +316,57 @@ func BenchmarkEnsureCached(b *testing.B) {
 			b.Fatalf("%+v %v", res, err)
 		}
 	}
+}
+
+// An install that is interrupted leaves no container, no cache entry and
+// nothing in tmp/.
+func TestInstallInterruptedLeavesNothing(t *testing.T) {
+	isolate(t)
+	cli := dockerClient(t)
+	reg := startNPMRegistry(t, bridgeAddr(t, cli), fixturePackages()...)
+	reg.hold = make(chan struct{})
+	defer close(reg.hold)
+	t.Setenv("NPM_CONFIG_REGISTRY", reg.URL)
+
+	run := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Ensure(ctx, cli, Request{Kind: "npx", Spec: "mcpcage-fixture-server", Labels: map[string]string{"io.mcpcage.test-run": run}})
+		done <- err
+	}()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !slices.ContainsFunc(reg.requested(), func(p string) bool { return strings.HasSuffix(p, ".tgz") }) {
+		if time.Now().After(deadline) {
+			t.Fatal("the install never asked for a tarball")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The install container is running now.
+	if n := countContainers(t, cli, run); n != 1 {
+		t.Fatalf("%d install containers while installing, want 1", n)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("an interrupted install succeeded")
+	}
+	if n := countContainers(t, cli, run); n != 0 {
+		t.Fatalf("%d install containers left after the install was interrupted", n)
+	}
+	root := filepath.Join(os.Getenv("MCPCAGE_HOME"), "packages")
+	for _, d := range []string{"npx", "tmp", "resolved"} {
+		if ents, _ := os.ReadDir(filepath.Join(root, d)); len(ents) != 0 {
+			t.Fatalf("%s/ holds %d entries after an interrupted install", d, len(ents))
+		}
+	}
+}
+
+func countContainers(t *testing.T, cli *client.Client, run string) int {
+	t.Helper()
+	cs, err := cli.ContainerList(context.Background(), container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", LabelInstall+"=1"), filters.Arg("label", "io.mcpcage.test-run="+run))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(cs)
 }
