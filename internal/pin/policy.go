@@ -104,11 +104,13 @@ type Policy struct {
 
 // kindState is what this session last found for one kind.
 type kindState struct {
-	checked  bool            // compared since the last list_changed
-	approved *Index          // approved items
-	drifted  map[string]bool // keys added or changed (for gates)
-	lock     string          // non-empty: the kind is locked; the text after "mcpcage blocked METHOD: "
-	reason   string          // the same, short, for blocked calls
+	checked  bool             // compared since the last list_changed
+	approved *Index           // approved items
+	drifted  map[string]bool  // keys added or changed (for gates)
+	lock     string           // non-empty: the kind is locked; the text after "mcpcage blocked METHOD: "
+	reason   string           // the same, short, for blocked calls
+	seen     []jsontext.Value // what the server showed at that comparison
+	fi       os.FileInfo      // the pin file compared against (nil: none)
 }
 
 // New returns the pin policy for one session.
@@ -205,8 +207,16 @@ func (p *Policy) request(s *proxy.Session, m *jsonrpc.Message) proxy.Verdict {
 	}
 	p.mu.Lock()
 	checked := p.state[k] != nil && p.state[k].checked
+	var locked *kindState
+	if k == Tools {
+		locked = p.toolsLock()
+	} else if st := p.state[k]; st != nil && st.lock != "" {
+		locked = st
+	}
 	p.mu.Unlock()
-	if checked {
+	// Locked, but the pins changed since (an approval in another terminal):
+	// compare again rather than wait for the client to list.
+	if checked && (locked == nil || p.cfg.Store.unchanged(p.cfg.Name, locked.fi)) {
 		return p.gate(m, k, key)
 	}
 	// Clients cache lists across sessions, so a call can come before any
@@ -317,6 +327,19 @@ func (p *Policy) refresh(ctx context.Context, s *proxy.Session, k Kind) ([]jsont
 	items, err := p.walk(ctx, s, k)
 	if err != nil {
 		return nil, err
+	}
+	if k == Tools {
+		// Locked instructions are not sent again until the next initialize:
+		// compare what was seen with the pins again, so an approval made
+		// meanwhile unlocks the tools too.
+		p.mu.Lock()
+		st := p.state[Instructions]
+		p.mu.Unlock()
+		if st != nil && st.lock != "" {
+			if err := p.check(Instructions, st.seen); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return items, p.check(k, items)
 }
@@ -486,7 +509,7 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 	p.mu.Unlock()
 	if c != nil && p.cfg.Store.unchanged(p.cfg.Name, c.fi) {
 		if ch, err := c.ix.Compare(items); err == nil && len(ch) == 0 {
-			p.setState(k, &kindState{checked: true, approved: c.ix})
+			p.setState(k, &kindState{checked: true, approved: c.ix, seen: items, fi: c.fi})
 			return nil
 		}
 	}
@@ -547,7 +570,7 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 	if err != nil {
 		return err
 	}
-	st := &kindState{checked: true, lock: lock, reason: reason, approved: ix, drifted: map[string]bool{}}
+	st := &kindState{checked: true, lock: lock, reason: reason, approved: ix, drifted: map[string]bool{}, seen: items, fi: fi}
 	for _, c := range changes {
 		if c.Op != Removed {
 			st.drifted[c.Key] = true
