@@ -47,8 +47,9 @@
 // gets -32602 "Unknown tool: NAME"; a call that comes before any list in the
 // session makes the policy compare first. notifications/*/list_changed pass
 // through, and the next list is compared again, so drift in the middle of a
-// session locks it. Every list re-reads the pin file, so an approval made in
-// another terminal takes effect at the locked session's next list.
+// session locks it. Every list re-reads the pin file, and so does a call in a
+// locked session once the pin file has changed, so an approval made in
+// another terminal takes effect at the locked session's next list or call.
 //
 // # Pin files
 //
