@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -377,5 +378,77 @@ func init() {
 			fmt.Fprintf(os.Stderr, "expectcode: exit status %d, want %d\n", got, want)
 			os.Exit(1)
 		}
+	}
+}
+
+// TestRunSignalRemovesCage: SIGTERM or SIGINT to mcpcage ends the session and
+// removes the container, children included.
+func TestRunSignalRemovesCage(t *testing.T) {
+	ctx := context.Background()
+	cli, err := cage.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cagetest.BuildProbeImage(ctx, cli); err != nil {
+		t.Fatal(err)
+	}
+	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
+		dir := stateDir(t)
+		cmd := exec.Command("mcpcage", "run", "--image", cagetest.ProbeImage)
+		cmd.Env = testEnv(dir)
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		errs := &cageBuffer{}
+		cmd.Stderr = errs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.Contains(line, "escape-probe") {
+			cmd.Process.Kill()
+			t.Fatalf("no initialize answer: %q %v\n%s", line, err, errs.String())
+		}
+		if n := containersOf(t, cli, cmd.Process.Pid); n != 1 {
+			t.Fatalf("%d containers while running, want 1", n)
+		}
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%v: mcpcage ended with %v\n%s", sig, err, errs.String())
+			}
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("%v: mcpcage did not end", sig)
+		}
+		if n := containersOf(t, cli, cmd.Process.Pid); n != 0 {
+			t.Errorf("%v: %d containers left after the signal", sig, n)
+		}
+	}
+}
+
+// TestRunPackageNotFound: a package the registry does not have gives one
+// line, exit 125, and the waiting client the reason.
+func TestRunPackageNotFound(t *testing.T) {
+	dir := stateDir(t)
+	cmd := exec.Command("mcpcage", "run", "--", "npx", "-y", "@mcpcage-test/no-such-package-4f1d2c")
+	cmd.Env = testEnv(dir)
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitCageError {
+		t.Fatalf("%v, want exit %d\n%s", err, exitCageError, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "mcpcage: error: npm package \"@mcpcage-test/no-such-package-4f1d2c\" not found") {
+		t.Errorf("stderr:\n%s", errOut.String())
+	}
+	if !strings.Contains(out.String(), `"id":1,"error":{"code":-32603,"message":"mcpcage could not start \"mcpcage-test-no-such-package-4f1d2c\": npm package`) {
+		t.Errorf("stdout: %s", out.String())
 	}
 }
