@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -223,8 +224,11 @@ func redactURL(u string) string {
 	if len(secrets.URL(u)) == 0 {
 		return u
 	}
-	base, _, _ := strings.Cut(u, "?")
-	return base + "?…"
+	u, _ = secrets.Redact(u)
+	if base, q, ok := strings.Cut(u, "?"); ok && len(secrets.URL("x?"+q)) > 0 {
+		return base + "?…"
+	}
+	return u
 }
 
 func protectRun(opts *ProtectOptions) error {
@@ -329,16 +333,18 @@ func printReport(opts *ProtectOptions, rep reportJSON) {
 		if len(f.Servers) == 0 {
 			fmt.Fprintln(w, "  no MCP servers")
 		}
+		statusW, nameW := 0, 0
 		for _, s := range f.Servers {
-			name := s.Name
-			if s.Scope != "" {
-				name += "  [" + s.Scope + "]"
-			}
+			statusW = max(statusW, len(s.Status))
+			nameW = max(nameW, utf8.RuneCountInString(displayName(s)))
+		}
+		for _, s := range f.Servers {
 			dis := ""
 			if s.Disabled {
 				dis = " (disabled)"
 			}
-			fmt.Fprintf(w, "  %-22s %-13s %s%s\n", strings.ToUpper(s.Status[:1])+s.Status[1:], name, s.Kind, dis)
+			name := displayName(s)
+			fmt.Fprintf(w, "  %s  %s  %s%s\n", padRight(strings.ToUpper(s.Status[:1])+s.Status[1:], statusW), padRight(name, nameW), s.Kind, dis)
 			switch {
 			case s.URL != "":
 				fmt.Fprintf(w, "      url: %s\n", s.URL)
@@ -370,6 +376,20 @@ func printReport(opts *ProtectOptions, rep reportJSON) {
 	if sm.Cageable > 0 {
 		fmt.Fprintf(w, "%d can be caged: run `mcpcage protect --fix`.\n", sm.Cageable)
 	}
+}
+
+func displayName(s serverJSON) string {
+	if s.Scope != "" {
+		return s.Name + "  [" + s.Scope + "]"
+	}
+	return s.Name
+}
+
+func padRight(s string, w int) string {
+	if n := utf8.RuneCountInString(s); n < w {
+		return s + strings.Repeat(" ", w-n)
+	}
+	return s
 }
 
 func countOf(n int, word string) string {

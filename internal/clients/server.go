@@ -329,23 +329,23 @@ func (s Server) Reach() Reach {
 			case f == "--allow-net":
 				r.Network = true
 			case strings.HasPrefix(f, "--mount="):
-				r.Mounts = append(r.Mounts, strings.TrimPrefix(f, "--mount="))
+				m := strings.TrimPrefix(f, "--mount=")
+				if p, ok := strings.CutSuffix(m, ":rw"); ok {
+					r.Mounts = append(r.Mounts, p+" (read-write)")
+				} else {
+					r.Mounts = append(r.Mounts, strings.TrimSuffix(m, ":ro")+" (read-only)")
+				}
 			}
 		}
+		// What `mcpcage run` mounts by itself: the existing absolute paths
+		// among the server's arguments, read-only.
 		if _, args, ok := s.Unwrapped(); ok {
-			for _, a := range args {
-				if filepath.IsAbs(a) || isWindowsAbs(a) {
-					r.Mounts = append(r.Mounts, a+" (read-only)")
-				}
+			for _, p := range cage.ArgPaths(args) {
+				r.Mounts = append(r.Mounts, p+" (read-only)")
 			}
 		}
 	default:
 		r.Home, r.Network = true, true
 	}
 	return r
-}
-
-func isWindowsAbs(p string) bool {
-	return len(p) >= 3 && p[1] == ':' && (p[2] == '\\' || p[2] == '/') &&
-		((p[0] >= 'A' && p[0] <= 'Z') || (p[0] >= 'a' && p[0] <= 'z'))
 }

@@ -8,7 +8,8 @@
 //     key ids (AKIA, ASIA), Anthropic keys (sk-ant-), OpenAI keys (sk-,
 //     sk-proj-), Slack tokens (xoxa-, xoxb-, xoxp-, xoxr-, xoxs-, xapp-),
 //     Stripe secret and restricted keys (sk_live_, sk_test_, rk_live_,
-//     rk_test_) and PEM private keys;
+//     rk_test_), PEM private keys, and passwords in URLs
+//     (scheme://user:password@host);
 //   - a high-entropy value (at least 16 characters, no spaces, at least two
 //     of lower case, upper case and digits, at least 3.2 bits of Shannon
 //     entropy per character) stored under a name that
@@ -54,6 +55,7 @@ var shapes = []shape{
 	{"OpenAI API key", regexp.MustCompile(`\b(sk-(?:proj-|svcacct-|admin-)?)[A-Za-z0-9_\-]{20,}`), 1},
 	{"Slack token", regexp.MustCompile(`\b(xox[abprs]-|xapp-)[A-Za-z0-9\-]{10,}`), 1},
 	{"Stripe key", regexp.MustCompile(`\b((?:sk|rk)_(?:live|test)_)[A-Za-z0-9]{10,}`), 1},
+	{"password in a URL", regexp.MustCompile(`\b([a-zA-Z][a-zA-Z0-9+.\-]*://[^/:@\s]*:)[^@/\s]+@`), 1},
 }
 
 var secretName = regexp.MustCompile(`(?i)(token|key|secret|passw(or)?d|credential|^authorization$|^cookie$|^x-api-key$)`)
@@ -75,6 +77,12 @@ func Check(name, value string) (kind, redacted string, ok bool) {
 		if m := s.re.FindStringSubmatch(value); m != nil {
 			if s.prefix == 0 {
 				return s.kind, "-----BEGIN " + m[1] + "-----…", true
+			}
+			if s.kind == "password in a URL" {
+				if strings.HasPrefix(m[0][len(m[1]):], "$") {
+					continue // a reference such as ${DB_PASSWORD}
+				}
+				return s.kind, m[1] + "…@", true
 			}
 			return s.kind, m[s.prefix] + "…", true
 		}
@@ -164,20 +172,51 @@ func checkArg(args []string, i int) (kind, redacted string, flag bool, ok bool) 
 }
 
 // RedactArgs returns args with every secret replaced by its redacted form,
-// for showing a command line.
+// for showing a command line: a credential inside a longer argument (a
+// connection string, --key=...) is replaced in place, the rest kept.
 func RedactArgs(args []string) []string {
 	out := append([]string(nil), args...)
 	for i := range args {
 		if _, red, flag, ok := checkArg(args, i); ok {
+			k, v := "", args[i]
 			if flag {
-				k, _, _ := strings.Cut(args[i], "=")
-				out[i] = k + "=" + red
+				k, v, _ = strings.Cut(args[i], "=")
+				k += "="
+			}
+			if r, changed := Redact(v); changed {
+				out[i] = k + r
 			} else {
-				out[i] = red
+				out[i] = k + red
 			}
 		}
 	}
 	return out
+}
+
+// Redact replaces every credential of a known shape in s by its redacted
+// form and reports whether there was one.
+func Redact(s string) (string, bool) {
+	// A private key is redacted whole: its body follows the header.
+	if m := shapes[0].re.FindStringSubmatch(s); m != nil {
+		return "-----BEGIN " + m[1] + "-----…", true
+	}
+	changed := false
+	for _, sh := range shapes[1:] {
+		s = sh.re.ReplaceAllStringFunc(s, func(m string) string {
+			sub := sh.re.FindStringSubmatch(m)
+			switch {
+			case sh.kind == "password in a URL":
+				if strings.HasPrefix(m[len(sub[1]):], "$") {
+					return m
+				}
+				changed = true
+				return sub[1] + "…@"
+			}
+			changed = true
+			return sub[sh.prefix] + "…"
+		})
+	}
+	return s, changed
 }
 
 // URL checks a remote server's address for credentials in its query or

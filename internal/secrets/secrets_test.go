@@ -37,6 +37,7 @@ func TestCheck(t *testing.T) {
 		{"db_password", "Tr0ub4dor&3xZq9!kLm", "high-entropy value", "…"},
 		{"Authorization", "Bearer " + random32, "high-entropy value", "…"},
 		{"OPENWEATHER_API_KEY", hexSecret, "high-entropy value", "…"},
+		{"", "postgresql://shop:" + random32 + "@localhost/shop", "password in a URL", "postgresql://shop:…@"},
 	} {
 		kind, red, ok := Check(c.name, c.value)
 		if !ok || kind != c.kind || red != c.redacted {
@@ -63,6 +64,8 @@ func TestCheckNotSecrets(t *testing.T) {
 		{"PASSWORD", "correct horse battery staple"},
 		{"TOKEN_URL", "https://auth.example.com/oauth/token"},
 		{"LANG", "fr_FR.UTF-8"},
+		{"DATABASE_URL", "postgresql://shop:${DB_PASSWORD}@localhost/shop"},
+		{"DATABASE_URL", "postgresql://localhost/shop"},
 	} {
 		if kind, _, ok := Check(c.name, c.value); ok {
 			t.Errorf("Check(%q, %q) = %q, want no secret", c.name, c.value, kind)
@@ -83,6 +86,17 @@ func TestArgs(t *testing.T) {
 	}
 	if red[3] != "--api-key=sk_live_…" || red[5] != "…" || red[6] != "/home/me" {
 		t.Errorf("got %q", red)
+	}
+}
+
+func TestRedactInPlace(t *testing.T) {
+	args := []string{"-y", "@modelcontextprotocol/server-postgres", "postgresql://shop:" + random32 + "@db.local:5432/shop", "--key=" + pem}
+	red := RedactArgs(args)
+	if red[2] != "postgresql://shop:…@db.local:5432/shop" {
+		t.Errorf("connection string: %q", red[2])
+	}
+	if red[3] != "--key=-----BEGIN OPENSSH PRIVATE KEY-----…" || strings.Contains(red[3], "b3Bl") {
+		t.Errorf("private key: %q", red[3])
 	}
 }
 
