@@ -83,33 +83,61 @@ func (r *Reader) ReadLine() ([]byte, error) {
 	}
 }
 
-// Writer writes whole messages, one per line, each in a single Write, and is
-// safe for concurrent use: two messages never interleave.
+// Writer writes whole messages, one per line, and is safe for concurrent
+// use: two messages never interleave.
 type Writer struct {
-	mu  sync.Mutex
-	w   io.Writer
-	buf []byte
+	mu sync.Mutex
+	bw *bufio.Writer
 }
 
 // NewWriter returns a Writer to w.
-func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+func NewWriter(w io.Writer) *Writer { return &Writer{bw: bufio.NewWriterSize(w, 64<<10)} }
 
-// WriteMessage writes msg and a newline. msg must be one complete message
-// without a terminator.
-func (w *Writer) WriteMessage(msg []byte) error {
+// WriteMessage writes msg and a newline, and flushes. msg must be one
+// complete message without a terminator.
+func (w *Writer) WriteMessage(msg []byte) error { return w.Write(msg, true) }
+
+// Write writes msg and a newline. With flush false the message may wait in
+// the buffer for a later write; callers pass false only when they are about
+// to write again at once (another message is already in hand), so that a
+// burst of small messages costs one system call rather than one each.
+func (w *Writer) Write(msg []byte, flush bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := len(msg)
+	var err error
 	if cap(msg) > n && msg[:n+1][n] == '\n' {
-		_, err := w.w.Write(msg[:n+1])
-		return err
+		// One write of the message and its terminator, straight from the
+		// caller's slice when it is larger than the buffer.
+		_, err = w.bw.Write(msg[:n+1])
+	} else {
+		_, err = w.bw.Write(msg)
+		if err == nil {
+			err = w.bw.WriteByte('\n')
+		}
 	}
-	w.buf = append(append(w.buf[:0], msg...), '\n')
-	_, err := w.w.Write(w.buf)
-	if cap(w.buf) > 1<<20 {
-		w.buf = nil // don't pin one huge message's buffer for the session
+	if err == nil && flush {
+		err = w.bw.Flush()
 	}
 	return err
+}
+
+// Flush writes out anything held back by Write.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.bw.Flush()
+}
+
+// HasLine reports whether a complete line is already buffered, so that the
+// next ReadLine will not wait for input.
+func (r *Reader) HasLine() bool {
+	n := r.br.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := r.br.Peek(n)
+	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // SplitBatch returns the elements of a JSON array line, each as its own

@@ -169,6 +169,9 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	}
 	r.waitBounded(r.serverGone, "server output")
 	cancel() // fails the proxy's own pending Calls
+	r.mu.Lock()
+	r.draining = true
+	r.mu.Unlock()
 	r.asyncs.Wait()
 	r.failPending(code)
 	if c, ok := clientIn.(io.Closer); ok {
@@ -223,6 +226,7 @@ type run struct {
 	pendingS2C   map[string]pending // server requests the client has not answered
 	own          map[string]chan *jsonrpc.Message
 	stdinClosed  bool
+	draining     bool
 	serverGone   chan struct{}
 	asyncs       sync.WaitGroup
 	loggedClient bool
@@ -246,25 +250,87 @@ func (r *run) closeServerStdin() {
 	}
 }
 
-func (r *run) writeServer(msg []byte) {
+// writeServer and writeClient send one message. A pump forwarding to the
+// other peer passes flush false and flushes once its input has no complete
+// line waiting, so that a burst costs one system call; every other writer
+// flushes at once.
+//
+// A pump never writes back to the peer it reads: that write could wait on a
+// peer that is itself waiting for us to read (a full pipe each way). Such
+// answers go through replyLater instead.
+func (r *run) writeServer(msg []byte, flush bool) {
 	r.mu.Lock()
 	closed := r.stdinClosed
 	r.mu.Unlock()
 	if closed {
 		return
 	}
-	_ = r.toServer.WriteMessage(msg)
+	_ = r.toServer.Write(msg, flush)
 }
 
-func (r *run) writeClient(msg []byte) {
-	if err := r.toClient.WriteMessage(msg); err != nil {
-		r.mu.Lock()
-		first := !r.loggedClient
-		r.loggedClient = true
-		r.mu.Unlock()
-		if first {
-			r.logf("cannot write to the client: %v", err)
+func (r *run) writeClient(msg []byte, flush bool) {
+	if err := r.toClient.Write(msg, flush); err != nil {
+		r.clientWriteFailed(err)
+	}
+}
+
+func (r *run) clientWriteFailed(err error) {
+	r.mu.Lock()
+	first := !r.loggedClient
+	r.loggedClient = true
+	r.mu.Unlock()
+	if first {
+		r.logf("cannot write to the client: %v", err)
+	}
+}
+
+// replyLater answers the peer a pump reads from, from a goroutine the
+// session owns, so that the pump goes on reading.
+func (r *run) replyLater(dir Direction, msg []byte) {
+	r.goAsync(func() {
+		if dir == ClientToServer {
+			r.writeClient(msg, true)
+		} else {
+			r.writeServer(msg, true)
 		}
+	})
+}
+
+// goAsync runs f on a goroutine the session owns and waits for before Run
+// returns; once Run has begun to drain them, f runs on the caller instead.
+func (r *run) goAsync(f func()) {
+	r.mu.Lock()
+	if r.draining {
+		r.mu.Unlock()
+		f()
+		return
+	}
+	r.asyncs.Add(1)
+	r.mu.Unlock()
+	go func() {
+		defer r.asyncs.Done()
+		f()
+	}()
+}
+
+// flushUnless flushes what the pump reading rd forwarded (to the other
+// peer), unless rd already holds another complete line, whose handling will
+// write or flush again right away.
+func (r *run) flushUnless(rd *jsonrpc.Reader, dir Direction) {
+	if rd.HasLine() {
+		return
+	}
+	if dir == ServerToClient {
+		if err := r.toClient.Flush(); err != nil {
+			r.clientWriteFailed(err)
+		}
+		return
+	}
+	r.mu.Lock()
+	closed := r.stdinClosed
+	r.mu.Unlock()
+	if !closed {
+		_ = r.toServer.Flush()
 	}
 }
 
@@ -291,7 +357,7 @@ func (r *run) call(ctx context.Context, method string, params []byte) (*jsonrpc.
 		delete(r.own, id.Key())
 		r.mu.Unlock()
 	}()
-	r.writeServer(jsonrpc.NewRequest(id, method, params))
+	r.writeServer(jsonrpc.NewRequest(id, method, params), true)
 	select {
 	case m := <-ch:
 		return m, nil
@@ -306,13 +372,13 @@ func (r *run) call(ctx context.Context, method string, params []byte) (*jsonrpc.
 
 func (r *run) pumpClient(in io.Reader) {
 	rd := jsonrpc.NewReader(in, r.cfg.MaxLine)
-	for {
+	for ; ; r.flushUnless(rd, ClientToServer) {
 		line, err := rd.ReadLine()
 		if err != nil {
 			var tl *jsonrpc.LineTooLongError
 			if errors.As(err, &tl) {
 				r.logf("refused a message from the client: %v", err)
-				r.writeClient(jsonrpc.NewErrorResponse(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "mcpcage: "+err.Error(), nil))
+				r.replyLater(ClientToServer, jsonrpc.NewErrorResponse(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "mcpcage: "+err.Error(), nil))
 				continue
 			}
 			return
@@ -321,14 +387,14 @@ func (r *run) pumpClient(in io.Reader) {
 			continue
 		}
 		if jsonrpc.IsBatch(line) {
-			r.writeClient(jsonrpc.NewErrorResponse(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "mcpcage: JSON-RPC batches are not accepted", nil))
+			r.replyLater(ClientToServer, jsonrpc.NewErrorResponse(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "mcpcage: JSON-RPC batches are not accepted", nil))
 			continue
 		}
 		m, err := jsonrpc.Parse(line)
 		if err != nil {
 			pe := err.(*jsonrpc.ParseError)
 			r.logf("refused a malformed message from the client: %s", pe.Reason)
-			r.writeClient(jsonrpc.NewErrorResponse(pe.ID, pe.Code, "mcpcage: "+pe.Reason, nil))
+			r.replyLater(ClientToServer, jsonrpc.NewErrorResponse(pe.ID, pe.Code, "mcpcage: "+pe.Reason, nil))
 			continue
 		}
 		r.fromClient(m)
@@ -340,7 +406,7 @@ func (r *run) fromClient(m *jsonrpc.Message) {
 	switch m.Kind {
 	case jsonrpc.KindRequest:
 		if msg := r.admitClientRequest(m); msg != nil {
-			r.writeClient(msg)
+			r.replyLater(ClientToServer, msg)
 			return
 		}
 	case jsonrpc.KindResponse:
@@ -392,7 +458,7 @@ func (r *run) admitClientRequest(m *jsonrpc.Message) []byte {
 
 func (r *run) pumpServer() {
 	rd := jsonrpc.NewReader(r.srv.Stdout(), r.cfg.MaxLine)
-	for {
+	for ; ; r.flushUnless(rd, ServerToClient) {
 		line, err := rd.ReadLine()
 		if err != nil {
 			var tl *jsonrpc.LineTooLongError
@@ -457,7 +523,7 @@ func (r *run) serverLine(line []byte) {
 			v, _ := member(m.Result, "protocolVersion")
 			if !KnownVersion(v) {
 				r.logf("refused the session: the server chose protocol version %s", clip(v))
-				r.finish(ev, Verdict{Action: Replace, Message: jsonrpc.NewErrorResponse(p.id, jsonrpc.CodeInvalidRequest,
+				r.finish(ev, true, Verdict{Action: Replace, Message: jsonrpc.NewErrorResponse(p.id, jsonrpc.CodeInvalidRequest,
 					fmt.Sprintf("mcpcage: the server chose protocol version %s, which this mcpcage does not understand; it knows %v", clip(v), HandshakeVersions), nil)})
 				return
 			}
@@ -470,7 +536,7 @@ func (r *run) serverLine(line []byte) {
 		r.mu.Unlock()
 		if dup {
 			r.logf("refused a server request whose id is still pending")
-			r.writeServer(jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, "mcpcage: a request with this id is still pending", nil))
+			r.replyLater(ServerToClient, jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, "mcpcage: a request with this id is still pending", nil))
 			return
 		}
 	case jsonrpc.KindNotification:
@@ -505,23 +571,21 @@ func (r *run) inspect(ev *Event) {
 		v := p.Inspect(r.ctx, r.sess, ev)
 		if v.Async != nil {
 			rest := r.cfg.Policies[i+1:]
-			r.asyncs.Add(1)
-			go func() {
-				defer r.asyncs.Done()
+			r.goAsync(func() {
 				v := v.Async(r.ctx)
 				if v.Action == Forward && v.Async == nil {
 					v = r.chain(rest, ev)
 				}
-				r.finish(ev, v)
-			}()
+				r.finish(ev, false, v)
+			})
 			return
 		}
 		if v.Action != Forward {
-			r.finish(ev, v)
+			r.finish(ev, true, v)
 			return
 		}
 	}
-	r.finish(ev, Verdict{})
+	r.finish(ev, true, Verdict{})
 }
 
 // chain runs the rest of the policies once an Async verdict said Forward;
@@ -540,7 +604,9 @@ func (r *run) chain(ps []Policy, ev *Event) Verdict {
 }
 
 // finish applies a verdict: observers first, synchronously, then delivery.
-func (r *run) finish(ev *Event, v Verdict) {
+// sync is true on the pump that read ev, false on an Async goroutine.
+func (r *run) finish(ev *Event, sync bool, v Verdict) {
+	flush := !sync
 	v.Async = nil
 	if (v.Action == Reply || v.Action == Replace) && !validMessage(v.Message) {
 		r.logf("a policy gave an invalid message for %s; dropping it", describe(ev))
@@ -554,10 +620,13 @@ func (r *run) finish(ev *Event, v Verdict) {
 	case Drop:
 		return
 	case Reply:
-		if ev.Dir == ClientToServer {
-			r.writeClient(v.Message)
-		} else {
-			r.writeServer(v.Message)
+		switch {
+		case sync:
+			r.replyLater(ev.Dir, v.Message)
+		case ev.Dir == ClientToServer:
+			r.writeClient(v.Message, true)
+		default:
+			r.writeServer(v.Message, true)
 		}
 		return
 	case Replace:
@@ -565,10 +634,10 @@ func (r *run) finish(ev *Event, v Verdict) {
 	}
 	if ev.Dir == ClientToServer {
 		r.track(r.pendingC2S, msg, out)
-		r.writeServer(out)
+		r.writeServer(out, flush)
 	} else {
 		r.track(r.pendingS2C, msg, out)
-		r.writeClient(out)
+		r.writeClient(out, flush)
 	}
 }
 
@@ -602,7 +671,7 @@ func (r *run) failPending(code int) {
 	r.mu.Unlock()
 	for _, p := range ps {
 		msg := fmt.Sprintf("mcpcage: the server exited (status %d) before answering %s", code, clip(p.method))
-		r.writeClient(jsonrpc.NewErrorResponse(p.id, jsonrpc.CodeInternalError, msg, nil))
+		r.writeClient(jsonrpc.NewErrorResponse(p.id, jsonrpc.CodeInternalError, msg, nil), true)
 	}
 }
 
