@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"go/build"
@@ -450,5 +452,49 @@ func TestRunPackageNotFound(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `"id":1,"error":{"code":-32603,"message":"mcpcage could not start \"mcpcage-test-no-such-package-4f1d2c\": npm package`) {
 		t.Errorf("stdout: %s", out.String())
+	}
+}
+
+// TestRunEnvByName: --env NAME passes mcpcage's own value to the server
+// through the API, and the value shows in no argv and no output.
+func TestRunEnvByName(t *testing.T) {
+	ctx := context.Background()
+	cli, err := cage.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cagetest.BuildProbeImage(ctx, cli); err != nil {
+		t.Fatal(err)
+	}
+	dir := stateDir(t)
+	secret := "sk-test-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	cs, stderr := caged(t, dir, []string{"MCPCAGE_TEST_SECRET=" + secret, "MCPCAGE_TEST_OTHER=not-passed"},
+		"--env", "MCPCAGE_TEST_SECRET", "--name", "env-probe", "--image", cagetest.ProbeImage)
+	out, _ := call(t, cs, "probe", map[string]any{"check": "env", "target": "MCPCAGE_TEST_SECRET"})
+	sum := sha256.Sum256([]byte(secret))
+	if !strings.Contains(out, hex.EncodeToString(sum[:])) {
+		t.Errorf("the server did not get the value: %s", out)
+	}
+	if out, _ := call(t, cs, "probe", map[string]any{"check": "env", "target": "MCPCAGE_TEST_OTHER"}); !strings.Contains(out, `"escaped":false`) {
+		t.Errorf("a variable not named with --env reached the server: %s", out)
+	}
+	cs2, err := cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", cage.LabelName+"=env-probe"))})
+	if err != nil || len(cs2) == 0 {
+		t.Fatalf("the cage is not listed: %v", err)
+	}
+	for _, c := range cs2 {
+		info, err := cli.ContainerInspect(ctx, c.ID)
+		if err != nil {
+			continue
+		}
+		argv := info.Path + " " + strings.Join(info.Args, " ") + " " + strings.Join(info.Config.Cmd, " ") + " " + strings.Join(info.Config.Entrypoint, " ")
+		if strings.Contains(argv, secret) {
+			t.Errorf("the value is in the container's argv: %s", argv)
+		}
+	}
+	cs.Close()
+	if strings.Contains(stderr.String(), secret) {
+		t.Errorf("the value is in mcpcage's output:\n%s", stderr.String())
 	}
 }

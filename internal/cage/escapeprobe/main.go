@@ -20,6 +20,7 @@
 //	suid T=path       running the setuid-root binary T yields euid 0
 //	root              the server runs as uid 0
 //	socket            a Docker socket is visible
+//	env T=NAME        the variable NAME is set (detail: SHA-256 of its value)
 //
 // Run as "escapeprobe sleep" it sleeps (fork children); "escapeprobe eat N"
 // touches N MiB; "escapeprobe euid" prints its effective uid; "escapeprobe
@@ -29,6 +30,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -313,6 +316,13 @@ func probe(check, target string) (bool, string) {
 		return e == "0", "euid " + e
 	case "root":
 		return os.Getuid() == 0 || os.Geteuid() == 0, fmt.Sprintf("uid %d euid %d gid %d", os.Getuid(), os.Geteuid(), os.Getgid())
+	case "env":
+		v, ok := os.LookupEnv(target)
+		if !ok {
+			return false, "unset"
+		}
+		sum := sha256.Sum256([]byte(v))
+		return true, "sha256:" + hex.EncodeToString(sum[:])
 	case "socket":
 		for _, p := range []string{"/var/run/docker.sock", "/run/docker.sock"} {
 			if _, err := os.Stat(p); err == nil {
