@@ -7,6 +7,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +21,8 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 )
+
+const probeLabel = "io.mcpcage.test.probe"
 
 // ProbeImage is the tag BuildProbeImage gives the escape probe's image.
 const ProbeImage = "mcpcage-test/escape-probe:latest"
@@ -72,8 +76,16 @@ func BuildProbeImage(ctx context.Context, cli *client.Client) (string, error) {
 	if err := tw.Close(); err != nil {
 		return "", err
 	}
+	// The same bytes make the same image: import only when they changed, so
+	// repeated runs leave no dangling images behind.
+	sum := sha256.Sum256(buf.Bytes())
+	key := hex.EncodeToString(sum[:8])
+	old, err := cli.ImageInspect(ctx, ProbeImage)
+	if err == nil && old.Config != nil && old.Config.Labels[probeLabel] == key {
+		return old.ID, nil
+	}
 	rc, err := cli.ImageImport(ctx, image.ImportSource{Source: &buf, SourceName: "-"}, ProbeImage, image.ImportOptions{
-		Changes: []string{`ENTRYPOINT ["/probe"]`, "USER 0"},
+		Changes: []string{`ENTRYPOINT ["/probe"]`, "USER 0", "LABEL " + probeLabel + "=" + key},
 	})
 	if err != nil {
 		return "", fmt.Errorf("importing the escape probe image: %w", err)
@@ -83,6 +95,10 @@ func BuildProbeImage(ctx context.Context, cli *client.Client) (string, error) {
 	info, err := cli.ImageInspect(ctx, ProbeImage)
 	if err != nil {
 		return "", err
+	}
+	if old.ID != "" && old.ID != info.ID {
+		// Still used by a running test's container: then it stays.
+		_, _ = cli.ImageRemove(ctx, old.ID, image.RemoveOptions{})
 	}
 	return info.ID, nil
 }
