@@ -19,7 +19,7 @@ type benchServer struct {
 	done                 chan struct{}
 }
 
-func newBenchServer(b *testing.B, size int) *benchServer {
+func newBenchServer(b testing.TB, size int) *benchServer {
 	s := &benchServer{done: make(chan struct{})}
 	var err error
 	if s.inR, s.inW, err = os.Pipe(); err != nil {
@@ -77,7 +77,7 @@ func request(id, size int) []byte {
 
 // benchPeer gives the client's end: direct to the server's pipes, or
 // through Run over another pair of OS pipes (the client's stdio).
-func benchPeer(b *testing.B, size int, viaProxy bool) (w io.Writer, r *bufio.Reader, stop func()) {
+func benchPeer(b testing.TB, size int, viaProxy bool) (w io.Writer, r *bufio.Reader, stop func()) {
 	srv := newBenchServer(b, size)
 	if !viaProxy {
 		return srv.inW, bufio.NewReaderSize(srv.outR, 128<<10), func() { srv.Stop(context.Background()) }
@@ -184,5 +184,50 @@ func BenchmarkThroughput(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestFloodBothWays: requests stream in while answers stream out, with
+// every pipe full at times; the proxy must neither deadlock nor lose one.
+func TestFloodBothWays(t *testing.T) {
+	for _, size := range benchSizes {
+		w, r, stop := benchPeer(t, size, true)
+		n := 3000
+		if size > 1<<10 {
+			n = 300
+		}
+		errc := make(chan error, 1)
+		go func() {
+			bw := bufio.NewWriterSize(w, 256<<10)
+			for i := 0; i < n; i++ {
+				if _, err := bw.Write(request(i+1, size)); err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- bw.Flush()
+		}()
+		got := make(chan int)
+		go func() {
+			i := 0
+			for ; i < n; i++ {
+				if readLine(r) != nil {
+					break
+				}
+			}
+			got <- i
+		}()
+		select {
+		case i := <-got:
+			if i != n {
+				t.Errorf("%d-byte messages: %d of %d answers came back", size, i, n)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%d-byte messages: stuck", size)
+		}
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		stop()
 	}
 }
