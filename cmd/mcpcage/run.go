@@ -233,12 +233,17 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	sessIO.In = struct{ io.Reader }{opts.IO.In}
 	rc := &RunContext{IO: &sessIO, Name: p.name, Launch: l, Home: p.stateDir, Before: []proxy.Policy{watch}}
 	code, err := serveSession(ctx, rc, c, p.maxLine)
-	if err != nil && !c.Exited() {
-		return &ExitError{Code: exitCageError, Err: err}
-	}
 	if c.OOMKilled() {
 		return &ExitError{Code: 137, Err: withHint(fmt.Errorf("%q was killed for using more than its memory limit (%s)", p.name, units.BytesSize(float64(p.memory))),
 			"raise the limit with --memory, e.g. --memory 1g")}
+	}
+	if err != nil {
+		// A policy that could not be set up, or a cage that could not be
+		// removed: the session did not end cleanly.
+		if code == 0 {
+			code = 1
+		}
+		return &ExitError{Code: code, Err: err}
 	}
 	if c.Killed() || ctx.Err() != nil {
 		// mcpcage ended the server (the client left and it did not exit
