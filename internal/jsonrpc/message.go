@@ -1,12 +1,40 @@
 // Package jsonrpc frames and strictly parses the newline-delimited JSON-RPC 2.0
 // messages that MCP's stdio transport carries.
 //
+// Framing, byte for byte: a message is one line, the JSON text followed by
+// "\n" (0x0A). A "\r" (0x0D) just before the "\n" is dropped on reading; a
+// last line without a terminator is still read. Lines of only spaces and tabs
+// are skipped by the proxy. A line longer than the limit (DefaultMaxLine,
+// 16 MiB, unless the caller gives another) is consumed and discarded without
+// being held in memory, and reported as *LineTooLongError. Messages are
+// written as their exact bytes followed by one "\n", never re-encoded.
+//
 // Contract: a *Message returned by Parse was valid UTF-8 JSON with no duplicate
 // object keys and no keys that differ only in letter case, at any depth, and its
 // member names jsonrpc, id, method, params, result and error matched exactly.
 // Raw holds the exact bytes that were validated; forwarding Raw forwards what was
 // checked and nothing else. Security-relevant fields are never decoded with the
 // case-insensitive encoding/json struct decoder.
+//
+// In detail, Parse refuses:
+//   - invalid JSON, more than one JSON value on a line, and any JSON array
+//     (a batch: see SplitBatch);
+//   - invalid UTF-8 and invalid \u escapes (lone surrogates) in any string;
+//   - two members of one object whose names are equal after unescaping, or
+//     equal under Unicode simple case folding ("name" and "Name", "k" and
+//     "\u212a" KELVIN SIGN), in any object at any depth;
+//   - a top-level member whose name matches jsonrpc, id, method, params,
+//     result or error only when case is ignored, and likewise code, message
+//     and data inside error;
+//   - "jsonrpc" other than "2.0"; an id that is not a string or a number; a
+//     null id except in an error response; params that are not an object or
+//     an array; a message with method and result or error, or with both
+//     result and error, or with none of them; an error without an integer
+//     code and a string message.
+//
+// Ids are kept as their exact JSON text; ID.Key gives the value two ids are
+// matched by ("1", "1.0" and "1e0" match; "\u0031" matches "1" as strings; a
+// string never matches a number).
 package jsonrpc
 
 // Kind says what a message is.

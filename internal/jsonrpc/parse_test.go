@@ -56,6 +56,7 @@ func TestParseBad(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"Method":"tools/call"}`, CodeInvalidRequest, "1", `"method"`},
 		{`{"jsonrpc":"2.0","ID":1,"method":"tools/call"}`, CodeInvalidRequest, "", `"id"`},
 		{`{"jsonrpc":"2.0","id":1,"method":"x","params":{"s":"` + "\xff" + `"}}`, CodeParseError, "1", "UTF-8"},
+		{`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":"\ud800"}}`, CodeParseError, "1", "surrogate"},
 		{`{"jsonrpc":"1.0","id":1,"method":"x"}`, CodeInvalidRequest, "1", "2.0"},
 		{`{"id":1,"method":"x"}`, CodeInvalidRequest, "1", "jsonrpc"},
 		{`{"jsonrpc":"2.0","id":true,"method":"x"}`, CodeInvalidRequest, "", "id"},

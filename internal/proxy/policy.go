@@ -1,5 +1,39 @@
 // Package proxy relays MCP stdio traffic between a client and a server and
 // gives policies one place to look at and act on every message.
+//
+// Contract of Run:
+//   - Every line from either peer is framed and parsed by package jsonrpc.
+//     Only messages that pass reach a policy or the other peer, and they are
+//     forwarded as their exact bytes (never re-encoded, ids never rewritten).
+//   - A malformed message from the client is answered with a JSON-RPC error
+//     (-32700 or -32600, the id echoed when it could be read); a batch from
+//     the client gets -32600. A malformed message from the server is dropped
+//     and logged; a batch from the server is split and each element handled
+//     alone, in protocol version 2025-03-26 only (dropped otherwise).
+//   - Responses are matched to requests by id value (jsonrpc.ID.Key), per
+//     direction. A response that answers no pending request is dropped, so a
+//     peer cannot answer twice or answer what was never asked. Policies see
+//     the method and params of the request a response answers.
+//   - The proxy's own requests (Session.Call) use string ids
+//     "mcpcage-<24 random hex digits>-<n>", drawn per session; their answers
+//     are consumed and never reach the client.
+//   - The protocol version is taken from the server's initialize result
+//     (handshake era) or from params._meta["io.modelcontextprotocol/
+//     protocolVersion"] of each client request (stateless era). A version
+//     outside HandshakeVersions and StatelessVersions is refused with an
+//     error to the client, and so is any client request other than
+//     initialize, ping and server/discover before a version is known.
+//   - Observers see every final outcome before it is written. A pump never
+//     waits on the peer it reads from: answers to that peer are written by a
+//     goroutine of the session.
+//   - Shutdown: on client EOF or cancellation, the server's stdin is closed,
+//     it gets StopTimeout to exit, then Stop; if the server goes first, each
+//     client request it left unanswered (and not cancelled) gets a -32603
+//     error naming its exit status. Run returns the server's exit status.
+//
+// Server stderr is copied to Config.Stderr line by line as "[NAME] line",
+// with control characters shown as \xNN; the proxy's own lines are
+// "mcpcage: [NAME] ...". Nothing but MCP messages is written to the client.
 package proxy
 
 import (
