@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpcage/mcpcage/internal/cage"
+	"github.com/mcpcage/mcpcage/internal/install"
 )
 
 // FuzzParseCommand: a client config's command line (untrusted: protect --fix
@@ -50,6 +51,10 @@ func FuzzParseCommand(f *testing.F) {
 		}
 		if err := cage.ValidName(c.Name()); err != nil {
 			t.Fatalf("%q: derived name: %v", argv, err)
+		}
+		// What run accepts, the install phase installs.
+		if _, err := install.ParseSpec(c.Kind, c.Spec); err != nil {
+			t.Fatalf("%q: accepted by ParseCommand, refused by install.ParseSpec: %v", argv, err)
 		}
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/mcpcage/mcpcage/internal/install"
 )
 
 // Command is a server's command line as a client config writes it, understood
@@ -101,31 +103,22 @@ func parseNpx(args []string) (Command, error) {
 	return Command{Kind: "npx", Spec: spec, Package: name, Version: version, Args: clone(args[i+1:])}, nil
 }
 
-var (
-	npmName    = regexp.MustCompile(`^(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*$`)
-	npmVersion = regexp.MustCompile(`^[A-Za-z0-9.^~<>=*|+_ -]+$`)
-	pypiName   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
-	pypiExtra  = regexp.MustCompile(`^\[[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*\]$`)
-	pypiVer    = regexp.MustCompile(`^[A-Za-z0-9.*+!_-]+$`)
-)
-
 const hintRegistry = "only packages from the registry can be caged: give its name, optionally with a version (`pkg@1.2.3`)"
 
 // splitNpmSpec splits "name[@version]" and refuses what is not a registry
-// package: git URLs, tarballs, local folders, aliases.
+// package: git URLs, tarballs, local folders, aliases. The grammar is the
+// install phase's (install.ParseSpec), so what is accepted here installs.
 func splitNpmSpec(spec string) (name, version string, err error) {
 	if strings.Contains(spec, ":") || strings.HasPrefix(spec, ".") || strings.HasPrefix(spec, "/") || strings.HasPrefix(spec, "~") || strings.Contains(spec, `\`) {
 		return "", "", refuse(hintRegistry, "npx package %q is not a registry package (URL, git or local path)", spec)
 	}
-	name = spec
-	if at := strings.LastIndex(spec, "@"); at > 0 {
-		name, version = spec[:at], spec[at+1:]
-		if version == "" || !npmVersion.MatchString(version) {
-			return "", "", refuse(hintRegistry, "npx package %q has an invalid version", spec)
-		}
+	sp, err := install.ParseSpec("npx", spec)
+	if err != nil {
+		return "", "", refuse(hintRegistry, "npx: %v", err)
 	}
-	if len(name) > 214 || !npmName.MatchString(name) {
-		return "", "", refuse(hintRegistry, "npx package %q is not a valid npm package name", spec)
+	name = sp.Name
+	if at := strings.LastIndex(spec, "@"); at > 0 {
+		version = spec[at+1:]
 	}
 	return name, version, nil
 }
@@ -165,28 +158,20 @@ func splitPypiSpec(spec string) (name, version string, err error) {
 	if strings.Contains(spec, ":") || strings.Contains(spec, "/") || strings.Contains(spec, `\`) || strings.HasPrefix(spec, ".") {
 		return "", "", refuse(hintRegistry, "uvx package %q is not a registry package (URL, git or local path)", spec)
 	}
-	name = spec
-	switch {
-	case strings.Contains(spec, "=="):
-		k := strings.Index(spec, "==")
-		name, version = spec[:k], spec[k+2:]
-	case strings.Contains(spec, "@"):
-		k := strings.Index(spec, "@")
-		name, version = spec[:k], spec[k+1:]
-	case strings.ContainsAny(spec, "<>=!~;, "):
+	if strings.ContainsAny(spec, "<>!~;, ") || strings.Count(spec, "=") == 1 {
 		return "", "", refuse("give an exact version: `pkg==1.2.3`", "uvx package %q: only an exact version can be caged", spec)
 	}
-	if version != "" && !pypiVer.MatchString(version) {
-		return "", "", refuse(hintRegistry, "uvx package %q has an invalid version", spec)
+	if _, err := install.ParseSpec("uvx", spec); err != nil {
+		return "", "", refuse(hintRegistry, "uvx: %v", err)
+	}
+	name = spec
+	if k := strings.Index(name, "=="); k > 0 {
+		name, version = name[:k], name[k+2:]
+	} else if k := strings.Index(name, "@"); k > 0 {
+		name, version = name[:k], name[k+1:]
 	}
 	if k := strings.Index(name, "["); k >= 0 {
-		if !pypiExtra.MatchString(name[k:]) {
-			return "", "", refuse(hintRegistry, "uvx package %q has invalid extras", spec)
-		}
 		name = name[:k]
-	}
-	if len(name) > 200 || !pypiName.MatchString(name) {
-		return "", "", refuse(hintRegistry, "uvx package %q is not a valid package name", spec)
 	}
 	return name, version, nil
 }
