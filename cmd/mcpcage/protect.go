@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,15 +112,19 @@ type fileReport struct {
 	Data    []byte
 	Servers []clients.Server
 	Err     error
+	Warning string
 }
 
 func readFiles(l clients.Layout, projectDir string, only []*clients.Client) []*fileReport {
 	var out []*fileReport
 	for _, f := range clients.Locate(l, projectDir, only) {
 		r := &fileReport{File: f}
-		r.Data, r.Err = os.ReadFile(f.Path)
+		r.Data, r.Err = clients.ReadFile(f.Path)
 		if r.Err == nil {
 			r.Servers, r.Err = clients.Read(f.Client.Format, r.Data, f.Client.Tables)
+		}
+		if r.Err == nil && f.Client.Format == clients.JSON && !json.Valid(r.Data) && len(bytes.TrimSpace(r.Data)) > 0 {
+			r.Warning = fmt.Sprintf("this file is not strict JSON (a comment or a trailing comma): %s may refuse to read it", f.Client.Name)
 		}
 		out = append(out, r)
 	}
@@ -168,6 +173,7 @@ type fileJSON struct {
 	Path    string       `json:"path"`
 	Format  string       `json:"format"`
 	Error   string       `json:"error,omitempty"`
+	Warning string       `json:"warning,omitempty"`
 	Servers []serverJSON `json:"servers"`
 }
 
@@ -268,6 +274,7 @@ func buildReport(reports []*fileReport, ledger *clients.Ledger) reportJSON {
 		if r.Err != nil {
 			fj.Error = r.Err.Error()
 		}
+		fj.Warning = r.Warning
 		for _, s := range r.Servers {
 			sj := describe(r, s, ledger)
 			fj.Servers = append(fj.Servers, sj)
@@ -318,7 +325,11 @@ func printReport(opts *ProtectOptions, rep reportJSON) {
 	w := opts.IO.Out
 	if len(rep.Files) == 0 {
 		fmt.Fprintln(w, "No MCP client configuration found.")
-		fmt.Fprintf(w, "Looked for: %s.\n", strings.Join(clients.IDs(), ", "))
+		ids := clients.IDs()
+		if len(opts.Clients) > 0 {
+			ids = opts.Clients
+		}
+		fmt.Fprintf(w, "Looked for: %s.\n", strings.Join(ids, ", "))
 		return
 	}
 	for i, f := range rep.Files {
@@ -329,6 +340,9 @@ func printReport(opts *ProtectOptions, rep reportJSON) {
 		if f.Error != "" {
 			fmt.Fprintf(w, "  cannot read it: %s\n", f.Error)
 			continue
+		}
+		if f.Warning != "" {
+			fmt.Fprintf(w, "  note: %s\n", f.Warning)
 		}
 		if len(f.Servers) == 0 {
 			fmt.Fprintln(w, "  no MCP servers")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +13,27 @@ import (
 	"strconv"
 	"time"
 )
+
+// MaxFileSize is the largest configuration file read: a client's file is
+// never near it, and a larger one is not read at all.
+const MaxFileSize = 64 << 20
+
+// ReadFile reads a configuration file, refusing one over MaxFileSize.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxFileSize {
+		return nil, fmt.Errorf("larger than %d MB; not read", MaxFileSize>>20)
+	}
+	return b, nil
+}
 
 // ErrChanged means a file changed between reading it for the plan and
 // writing it. Clients rewrite their files on their own (Claude Code rewrites
