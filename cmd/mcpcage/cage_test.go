@@ -318,6 +318,15 @@ func TestRunOrphanReaped(t *testing.T) {
 	if !found {
 		t.Errorf("ps --json does not list the orphan of pid %d: %s", pid, out)
 	}
+	table := exec.Command("mcpcage", "ps")
+	table.Env = testEnv(dir)
+	tout, err := table.Output()
+	if err != nil {
+		t.Fatalf("mcpcage ps: %v", err)
+	}
+	if !strings.HasPrefix(string(tout), "NAME ") || !strings.Contains(string(tout), fmt.Sprintf("%d (gone)", pid)) {
+		t.Errorf("mcpcage ps does not show the orphan of pid %d as gone:\n%s", pid, tout)
+	}
 
 	// The next start reaps it.
 	next := exec.Command("mcpcage", "run", "--image", cagetest.ProbeImage)
