@@ -45,8 +45,11 @@ func (j job) run(ctx context.Context, cli client.APIClient) (stdout, stderr []by
 	}
 	pids := int64(1024)
 	cfg := &container.Config{
-		Image:        j.image,
-		Cmd:          j.cmd,
+		Image: j.image,
+		// Our own entrypoint: an image's (the official node image has one)
+		// must not stand between us and the install.
+		Entrypoint:   j.cmd[:1],
+		Cmd:          j.cmd[1:],
 		Env:          j.env,
 		User:         j.user,
 		WorkingDir:   MountPoint,
