@@ -549,6 +549,11 @@ func fixRun(opts *ProtectOptions, reports []*fileReport, ledger *clients.Ledger)
 	if opts.Exe == "" || !filepath.IsAbs(opts.Exe) {
 		return errors.New("cannot find the absolute path of the mcpcage program")
 	}
+	// `go run` builds into a temporary directory that is gone afterwards:
+	// clients would be left pointing at nothing.
+	if strings.Contains(filepath.ToSlash(opts.Exe), "/go-build") {
+		return withHint(fmt.Errorf("this mcpcage (%s) is a temporary build", opts.Exe), "install mcpcage (npm install -g mcpcage, or go install), then run its protect --fix")
+	}
 	var errs fileErrors
 	plans := plan(reports, clients.OpFix, opts.Exe, &errs)
 	w := opts.IO.Out
