@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-
-	"github.com/tailscale/hujson"
 )
 
 // Op is an edit of a configuration file.
@@ -109,18 +107,5 @@ func verify(f Format, before, after []byte, tables [][]string, changes []Change)
 	if f == JSON && json.Valid(before) && !json.Valid(after) {
 		return fmt.Errorf("the result is no longer strict JSON")
 	}
-	if f != TOML && !validJSONC(after) {
-		return fmt.Errorf("the result is not valid JSON with comments")
-	}
 	return nil
-}
-
-func validJSONC(b []byte) bool {
-	// Standardize rewrites the parsed bytes in place: work on a copy.
-	v, err := hujson.Parse(append([]byte(nil), b...))
-	if err != nil {
-		return false
-	}
-	v.Standardize()
-	return json.Valid(v.Pack())
 }
