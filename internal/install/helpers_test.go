@@ -99,7 +99,7 @@ func listTools(t testing.TB, cli *client.Client, res *Result, args ...string) []
 	pids := int64(256)
 	env := append([]string{"HOME=/tmp"}, res.Env...)
 	created, err := cli.ContainerCreate(ctx, &container.Config{
-		Image: res.ImageID, Cmd: append(append([]string(nil), res.Command...), args...), Env: env,
+		Image: res.ImageID, Entrypoint: res.Command, Cmd: args, Env: env,
 		User: "1000:1000", OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
 		Labels: map[string]string{"io.mcpcage.test": "install"},
 	}, &container.HostConfig{

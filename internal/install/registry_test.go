@@ -24,6 +24,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 )
 
@@ -369,4 +370,45 @@ func countContainers(t *testing.T, cli *client.Client, run string) int {
 		t.Fatal(err)
 	}
 	return len(cs)
+}
+
+// An image named by MCPCAGE_IMAGE_NODE is used as it is, even one that, like
+// the official node image, has an entrypoint of its own and runs as root.
+func TestImageOverrideWithEntrypoint(t *testing.T) {
+	isolate(t)
+	cli := dockerClient(t)
+	ctx := context.Background()
+	base, _, err := ImageFor(ctx, cli, "npx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cli.ContainerCreate(ctx, &container.Config{Image: base}, nil, nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+	tag := fmt.Sprintf("mcpcage-test/node-entrypoint:%d", time.Now().UnixNano())
+	if _, err := cli.ContainerCommit(ctx, c.ID, container.CommitOptions{Reference: tag,
+		Changes: []string{`ENTRYPOINT ["/bin/false"]`, "USER root"}}); err != nil {
+		t.Fatal(err)
+	}
+	defer cli.ImageRemove(context.Background(), tag, image.RemoveOptions{Force: true})
+
+	reg := startNPMRegistry(t, bridgeAddr(t, cli), fixturePackages()...)
+	t.Setenv("NPM_CONFIG_REGISTRY", reg.URL)
+	t.Setenv(EnvNodeImage, tag)
+	res, err := Ensure(ctx, cli, Request{Kind: "npx", Spec: "mcpcage-fixture-server"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Image != tag {
+		t.Fatalf("ran on %s, want the override %s", res.Image, tag)
+	}
+	info, err := os.Stat(filepath.Join(res.CacheDir, "node_modules", "mcpcage-fixture-server", "server.js"))
+	if err != nil || info.Mode().Perm()&0o004 == 0 {
+		t.Fatalf("installed file not readable by others: %v %v", info, err)
+	}
+	if tools := listTools(t, cli, res); !slices.Equal(tools, []string{"echo"}) {
+		t.Fatalf("tools %q", tools)
+	}
 }
