@@ -49,6 +49,7 @@ type Rule struct {
 	patterns    []*regexp.Regexp
 	unless      []*regexp.Regexp
 	snip        []int // per pattern: index of the submatch "s", or 0
+	gate        []int // per pattern: its index among all gated patterns, or -1 when it always runs
 }
 
 type ruleSet struct {
@@ -59,6 +60,8 @@ type ruleSet struct {
 	always  []int   // indexes in text of rules without keywords
 	pre     *acMachine
 	checks  map[string]*Rule
+	npat    int // patterns gated by their required literals
+	nmarks  int // size of the marks slice candidates fills
 	loadErr error
 }
 
@@ -110,7 +113,7 @@ func compileRules(fsys fs.FS) *ruleSet {
 	}
 	sort.Strings(names)
 	var kw []string
-	var kwRule []int // rule index, or -1-index for an "also" keyword
+	var kwRule []int // automaton outputs: see marks
 	for _, name := range names {
 		data, err := fs.ReadFile(fsys, name)
 		if err != nil {
@@ -157,11 +160,24 @@ func compileRules(fsys fs.FS) *ruleSet {
 				}
 				for _, k := range r.Keywords {
 					kw = append(kw, k)
-					kwRule = append(kwRule, idx)
+					kwRule = append(kwRule, markRule(idx))
 				}
 				for _, k := range r.Also {
 					kw = append(kw, k)
-					kwRule = append(kwRule, -1-idx)
+					kwRule = append(kwRule, markAlso(idx))
+				}
+				for pi, p := range sp.Patterns {
+					r.gate[pi] = -1
+					lits := requiredLiterals(p)
+					if r.On == "cased" || lits == nil {
+						continue
+					}
+					r.gate[pi] = set.npat
+					for _, l := range lits {
+						kw = append(kw, l)
+						kwRule = append(kwRule, markPattern(set.npat))
+					}
+					set.npat++
 				}
 			}
 		}
@@ -173,6 +189,7 @@ func compileRules(fsys fs.FS) *ruleSet {
 		}
 	}
 	set.pre = newAC(kw, kwRule)
+	set.nmarks = 3 * max(len(set.text), set.npat)
 	return set
 }
 
@@ -241,6 +258,7 @@ func compileRule(category string, sp ruleSpec) (*Rule, error) {
 		}
 		r.patterns = append(r.patterns, re)
 		r.snip = append(r.snip, re.SubexpIndex("s"))
+		r.gate = append(r.gate, -1)
 	}
 	for _, p := range sp.Unless {
 		re, err := regexp.Compile(p)
@@ -257,10 +275,10 @@ func compileRule(category string, sp ruleSpec) (*Rule, error) {
 // the others never run. This is what keeps the whole set fast.
 type acMachine struct {
 	next [][256]int32
-	out  [][]int32 // rule indexes whose keyword ends at this state
+	out  [][]int32 // marks (see markRule) of the keywords that end at this state
 }
 
-func newAC(words []string, ruleIdx []int) *acMachine {
+func newAC(words []string, outputs []int) *acMachine {
 	m := &acMachine{next: make([][256]int32, 1), out: make([][]int32, 1)}
 	for i := range m.next[0] {
 		m.next[0][i] = -1
@@ -280,7 +298,7 @@ func newAC(words []string, ruleIdx []int) *acMachine {
 			}
 			s = m.next[s][c]
 		}
-		m.out[s] = appendUnique(m.out[s], int32(ruleIdx[wi]))
+		m.out[s] = appendUnique(m.out[s], int32(outputs[wi]))
 	}
 	// Breadth-first: fill failure links into a complete transition table.
 	fail := make([]int32, len(m.next))
@@ -321,18 +339,20 @@ func appendUnique(xs []int32, x int32) []int32 {
 	return append(xs, x)
 }
 
-// candidates marks in hit every rule with a keyword in s, and in also every
-// rule with one of its "also" keywords in s.
-func (m *acMachine) candidates(s []byte, hit, also []bool) {
+// The automaton's outputs are marks in one slice: "a keyword of phrase
+// rule i", "an also-keyword of rule i", "a required literal of gated
+// pattern j", interleaved so one slice of 3*max(rules, patterns) holds all.
+func markRule(i int) int    { return 3 * i }
+func markAlso(i int) int    { return 3*i + 1 }
+func markPattern(j int) int { return 3*j + 2 }
+
+// candidates sets marks[k] for every output k of a keyword found in s.
+func (m *acMachine) candidates(s []byte, marks []bool) {
 	st := int32(0)
 	for i := 0; i < len(s); i++ {
 		st = m.next[st][s[i]]
 		for _, r := range m.out[st] {
-			if r >= 0 {
-				hit[r] = true
-			} else {
-				also[-1-r] = true
-			}
+			marks[r] = true
 		}
 	}
 }

@@ -63,3 +63,58 @@ func ids(fs []Finding) string {
 	}
 	return strings.Join(s, ",")
 }
+
+// TestLiteralGateSound: a pattern is never skipped on text it matches. Every
+// example of every rule is tried against every pattern with and without the
+// literal gate.
+func TestLiteralGateSound(t *testing.T) {
+	set := loadedRules()
+	var texts []string
+	for _, r := range Rules() {
+		texts = append(texts, r.Match...)
+		texts = append(texts, r.NoMatch...)
+	}
+	var nt normText
+	marks := make([]bool, set.nmarks)
+	gated := 0
+	for _, s := range texts {
+		normalize(s, &nt, false)
+		clear(marks)
+		set.pre.candidates(nt.lower, marks)
+		for _, r := range set.text {
+			for pi, re := range r.patterns {
+				g := r.gate[pi]
+				if g < 0 {
+					continue
+				}
+				gated++
+				target := nt.lower
+				if r.On == "cased" {
+					target = nt.norm
+				}
+				if re.Match(target) && !marks[markPattern(g)] {
+					t.Errorf("%s pattern %d matches %q but its literals %v were not seen", r.ID, pi, s, requiredLiterals(re.String()))
+				}
+			}
+		}
+	}
+	if gated == 0 {
+		t.Fatal("no pattern is gated")
+	}
+}
+
+func TestRequiredLiterals(t *testing.T) {
+	for expr, want := range map[string]string{
+		`\bbefore\s+calling`:               "calling",
+		`(?:before|prior\s+to)\s+x`:        "before,prior",
+		`(?:read|reads|reading)\s+~/\.ssh`: "~/.ssh",
+		`a?b*`:                             "",
+		`(?P<s>ignore|x*)`:                 "",
+		`(?i)SYSTEM\s+OVERRIDE`:            "override",
+	} {
+		got := strings.Join(requiredLiterals(expr), ",")
+		if got != want {
+			t.Errorf("%s: got %q, want %q", expr, got, want)
+		}
+	}
+}

@@ -137,8 +137,7 @@ type scanner struct {
 	ident    bool // the string being scanned is an identifier (a name)
 	keepAll  bool // report findings that another one covers (tests of single rules)
 	collect  func(string)
-	hit      []bool // per phrase rule: a keyword appears
-	also     []bool // per phrase rule: an "also" keyword appears
+	marks    []bool // what the keyword automaton found in the current string
 	nt       normText
 	dec      *jsontext.Decoder // reused across items
 	rd       *bytes.Reader
@@ -146,7 +145,7 @@ type scanner struct {
 
 func newScanner() *scanner {
 	set := loadedRules()
-	return &scanner{set: set, order: map[string]int{}, seen: map[[2]string]bool{}, hit: make([]bool, len(set.text)), also: make([]bool, len(set.text))}
+	return &scanner{set: set, order: map[string]int{}, seen: map[[2]string]bool{}, marks: make([]bool, set.nmarks)}
 }
 
 // reset readies the scanner for another item, keeping its buffers.
@@ -430,23 +429,21 @@ func (sc *scanner) text(s string) {
 	}
 	nt := &sc.nt
 	normalize(s, nt, sc.ident)
-	hit, also := sc.hit, sc.also
-	for i := range hit {
-		hit[i], also[i] = false, false
-	}
+	marks := sc.marks
+	clear(marks)
 	for _, i := range set.always {
-		hit[i] = true
+		marks[markRule(i)] = true
 	}
-	set.pre.candidates(nt.lower, hit, also)
+	set.pre.candidates(nt.lower, marks)
 	for i, r := range set.text {
-		if !hit[i] || (len(r.Also) > 0 && !also[i]) || (r.In == "schema" && !inSchema(sc.pb)) {
+		if !marks[markRule(i)] || (len(r.Also) > 0 && !marks[markAlso(i)]) || (r.In == "schema" && !inSchema(sc.pb)) {
 			continue
 		}
 		target := nt.lower
 		if r.On == "cased" {
 			target = nt.norm
 		}
-		if a, b, ok := r.findSpan(target); ok {
+		if a, b, ok := r.findSpan(target, marks); ok {
 			ra, rb := nt.rawSpan(a, b)
 			sc.addSpan(r, s, ra, rb)
 		}
@@ -489,9 +486,13 @@ func rawNeeds(s string) (special, nonASCII bool) {
 }
 
 // findSpan returns the span of the snippet of the rule's first match in s
-// that no "unless" pattern vetoes.
-func (r *Rule) findSpan(s []byte) (int, int, bool) {
+// that no "unless" pattern vetoes. With marks, a pattern whose required
+// literals are all absent from s is not run (it cannot match).
+func (r *Rule) findSpan(s []byte, marks []bool) (int, int, bool) {
 	for pi, re := range r.patterns {
+		if g := r.gate[pi]; marks != nil && g >= 0 && !marks[markPattern(g)] {
+			continue
+		}
 		var ms [][]int
 		if m := re.FindSubmatchIndex(s); m == nil {
 			continue
