@@ -42,6 +42,7 @@
 //	   "in": "schema",                     optional: only strings inside inputSchema/outputSchema
 //	   "keywords": ["user", "..."],        lower-case literals; the patterns run only on text
 //	                                       that contains one (none: always; raw rules have none)
+//	   "also": ["not", "..."],             optional, with keywords: one of these must appear too
 //	   "patterns": ["(?P<s>...)"],         Go RE2; the first match of any pattern is a finding,
 //	                                       its snippet the group named s, else the whole match
 //	   "unless": ["..."],                  optional: a match that one of these also matches is ignored
@@ -55,6 +56,11 @@
 // ("inputSchema.properties.x.description" for rules "in" the schema); the
 // cross-tool examples are scanned as if the list also held send_email,
 // read_file, list_files, search, upload_file and create_conversation.
+//
+// Besides the rule's keywords, each pattern runs only when the text contains
+// one of the literals that every match of it must contain, which the scanner
+// derives from the regular expression itself (TestLiteralGateSound and
+// TestLiteralGateRandom check that this never hides a match).
 //
 // A rule reports at most one finding per string. Findings come ordered by
 // the order their paths were first seen, then by severity, highest first.

@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -115,6 +116,42 @@ func TestRequiredLiterals(t *testing.T) {
 		got := strings.Join(requiredLiterals(expr), ",")
 		if got != want {
 			t.Errorf("%s: got %q, want %q", expr, got, want)
+		}
+	}
+}
+
+// TestLiteralGateRandom: on mutated examples, scanning with the literal gate
+// finds exactly what scanning without it finds.
+func TestLiteralGateRandom(t *testing.T) {
+	var texts []string
+	for _, r := range Rules() {
+		texts = append(texts, r.Match...)
+		texts = append(texts, r.NoMatch...)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	pieces := []string{" ", ",", ".", "\n", "the ", "user ", "tool ", "http://x.example/?q=", "~/.ssh/id_rsa", "before ", "must ", "send ", "<", ">", "'"}
+	for i := 0; i < 3000; i++ {
+		s := texts[rng.IntN(len(texts))]
+		for k := rng.IntN(4); k >= 0; k-- {
+			at := rng.IntN(len(s) + 1)
+			switch rng.IntN(3) {
+			case 0:
+				s = s[:at] + pieces[rng.IntN(len(pieces))] + s[at:]
+			case 1:
+				if at < len(s) {
+					s = s[:at] + s[at+1:]
+				}
+			case 2:
+				s = s + " " + texts[rng.IntN(len(texts))]
+			}
+		}
+		gated := Text("description", s)
+		sc := newScanner()
+		sc.noGate = true
+		sc.pb = append(sc.pb[:0], "description"...)
+		sc.text(s)
+		if a, b := ids(gated), ids(sc.result()); a != b {
+			t.Fatalf("%q: gated [%s], ungated [%s]", s, a, b)
 		}
 	}
 }

@@ -136,6 +136,7 @@ type scanner struct {
 	decoded  int  // nesting of encoded-payload rescans
 	ident    bool // the string being scanned is an identifier (a name)
 	keepAll  bool // report findings that another one covers (tests of single rules)
+	noGate   bool // run every pattern of a candidate rule (tests of the literal gate)
 	collect  func(string)
 	marks    []bool // what the keyword automaton found in the current string
 	nt       normText
@@ -443,7 +444,11 @@ func (sc *scanner) text(s string) {
 		if r.On == "cased" {
 			target = nt.norm
 		}
-		if a, b, ok := r.findSpan(target, marks); ok {
+		gate := marks
+		if sc.noGate {
+			gate = nil
+		}
+		if a, b, ok := r.findSpan(target, gate); ok {
 			ra, rb := nt.rawSpan(a, b)
 			sc.addSpan(r, s, ra, rb)
 		}
