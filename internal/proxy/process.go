@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // StartProcess starts argv as a child process and returns it as a Server.
@@ -110,7 +111,11 @@ func (p *process) Stop(ctx context.Context) error {
 		case <-p.done:
 		case <-ctx.Done():
 		}
-		closeAll(p.stdin, p.stdout, p.stderr)
+		p.stdin.Close()
+		// The group is dead, so its output ends by itself once read to the
+		// end; close our ends a little later all the same, for a process
+		// that left the group and still holds them.
+		time.AfterFunc(time.Second, func() { closeAll(p.stdout, p.stderr) })
 	})
 	return nil
 }

@@ -156,6 +156,10 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	r.closeServerStdin()
 	select {
 	case <-exited:
+		// It ended on its own: let its last output and stderr lines through
+		// before Stop releases the streams.
+		r.waitBounded(r.serverGone, "server output")
+		r.waitBounded(stderrDone, "server stderr")
 	case <-time.After(cfg.StopTimeout):
 	}
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), cfg.StopTimeout+5*time.Second)
@@ -450,10 +454,27 @@ func (r *run) admitClientRequest(m *jsonrpc.Message) []byte {
 		return nil
 	}
 	if r.sess.ProtocolVersion() == "" {
+		if r.initializing() {
+			return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest,
+				"mcpcage: "+clip(m.Method)+" before the server answered initialize: wait for its answer", nil)
+		}
 		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest,
 			"mcpcage: "+clip(m.Method)+" before the protocol version is known: send initialize first, or carry _meta[\""+MetaProtocolVersion+"\"]", nil)
 	}
 	return nil
+}
+
+// initializing reports whether an initialize of the client's is waiting for
+// the server's answer.
+func (r *run) initializing() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.pendingC2S {
+		if p.method == "initialize" {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *run) pumpServer() {
