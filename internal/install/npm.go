@@ -146,9 +146,12 @@ func redactURL(s string) string {
 	if err != nil {
 		return "(unparsable URL)"
 	}
-	if u.User != nil {
-		u.User = url.User("***")
+	hadUser := u.User != nil
+	u.User = nil
+	u.RawQuery, u.Fragment = "", ""
+	s = u.String()
+	if hadUser {
+		s = strings.Replace(s, "://", "://***@", 1)
 	}
-	u.RawQuery = ""
-	return u.String()
+	return s
 }

@@ -67,9 +67,20 @@ def index_files(pkg):
                 for k, v in attrs:
                     if k == 'href' and v:
                         files.append(v.split('#')[0].split('?')[0].rsplit('/', 1)[-1])
+    import base64, ssl, urllib.parse
+    ca = os.environ.get('PIP_CERT') or os.environ.get('SSL_CERT_FILE')
+    ctx = ssl.create_default_context(cafile=ca) if ca else None
     for ix in indexes:
+        u = urllib.parse.urlsplit(ix.rstrip('/') + '/' + norm(pkg) + '/')
+        headers = {}
+        if u.username is not None:
+            # Credentials in the index URL, as pip takes them.
+            cred = urllib.parse.unquote(u.username) + ':' + urllib.parse.unquote(u.password or '')
+            headers['Authorization'] = 'Basic ' + base64.b64encode(cred.encode()).decode()
+            u = u._replace(netloc=u.hostname + (':%d' % u.port if u.port else ''))
         try:
-            with urllib.request.urlopen(ix.rstrip('/') + '/' + norm(pkg) + '/', timeout=30) as r:
+            rq = urllib.request.Request(urllib.parse.urlunsplit(u), headers=headers)
+            with urllib.request.urlopen(rq, timeout=30, context=ctx) as r:
                 P().feed(r.read(20 << 20).decode('utf-8', 'replace'))
                 seen = True
         except urllib.error.HTTPError:

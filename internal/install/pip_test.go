@@ -90,6 +90,7 @@ func wheel(t *testing.T, name, version string, files map[string]string, scripts 
 type pypiIndex struct {
 	testRegistry
 	files map[string]map[string][]byte // project -> file name -> bytes
+	auth  string                       // "user:password" the index requires, or ""
 }
 
 func startPyPIIndex(t *testing.T, addr string) *pypiIndex {
@@ -104,6 +105,14 @@ func startPyPIIndex(t *testing.T, addr string) *pypiIndex {
 		ix.mu.Lock()
 		ix.requests = append(ix.requests, r.URL.Path)
 		ix.mu.Unlock()
+		if ix.auth != "" {
+			u, p, ok := r.BasicAuth()
+			if !ok || u+":"+p != ix.auth {
+				w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+		}
 		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 		switch {
 		case len(parts) == 2 && parts[0] == "simple":
@@ -254,5 +263,39 @@ func TestUVXSourceOnlyRefused(t *testing.T) {
 	var nf *NotFoundError
 	if !errorsAs(err, &nf) {
 		t.Fatalf("missing package: got %v, want NotFoundError", err)
+	}
+}
+
+// An index that needs credentials, given in the index URL as pip takes them:
+// the install works, the refusal still names the reason, and the secret is
+// never printed.
+func TestUVXIndexWithCredentials(t *testing.T) {
+	isolate(t)
+	cli := dockerClient(t)
+	ix := demoIndex(t, bridgeAddr(t, cli))
+	ix.auth = "mirror-user:s3cret-token"
+	usePyPIIndex(t, ix)
+	t.Setenv("PIP_INDEX_URL", strings.Replace(ix.URL, "http://", "http://"+ix.auth+"@", 1))
+	ctx := context.Background()
+
+	var log bytes.Buffer
+	res, err := Ensure(ctx, cli, Request{Kind: "uvx", Spec: "mcpcage-demo-server", Stderr: &log})
+	if err != nil || res.Version != "1.0.0" {
+		t.Fatalf("install through an index with credentials: %+v %v\n%s", res, err, log.String())
+	}
+	_, err = Ensure(ctx, cli, Request{Kind: "uvx", Spec: "mcpcage-source-only", Stderr: &log})
+	var so *SourceOnlyError
+	if !errorsAs(err, &so) {
+		t.Fatalf("source-only package behind credentials: %v", err)
+	}
+	_, err = Ensure(ctx, cli, Request{Kind: "uvx", Spec: "mcpcage-no-such-package", Stderr: &log})
+	if err == nil {
+		t.Fatal("installed a missing package")
+	}
+	if strings.Contains(log.String()+err.Error(), "s3cret") {
+		t.Fatalf("the index credentials were printed:\n%s\n%v", log.String(), err)
+	}
+	if !strings.Contains(log.String(), "http://***@") {
+		t.Errorf("progress does not show the redacted index: %s", log.String())
 	}
 }
