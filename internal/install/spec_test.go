@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -143,5 +144,66 @@ func TestImageResolution(t *testing.T) {
 	e := (&ImageError{Tried: []string{OfficialNode, LocalNode}}).Error()
 	if e != "image mcpcage/node:22 not found: run `make images` (or docker pull node:22-bookworm-slim)" {
 		t.Fatalf("message %q", e)
+	}
+}
+
+func TestRegistrySettings(t *testing.T) {
+	dir := isolate(t)
+	if err := os.MkdirAll(dir+"/home", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	npmrc := "//mirror.example/npm/:_authToken=SECRET-TOKEN\n; comment\nregistry = https://mirror.example/npm/\ncafile=\"/etc/corp/ca.pem\"\nalways-auth=true\n"
+	if err := os.WriteFile(dir+"/home/.npmrc", []byte(npmrc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := npmRegistry(); got != "https://mirror.example/npm/" {
+		t.Fatalf("registry from ~/.npmrc: %q", got)
+	}
+	if got := npmCAFile(); got != "/etc/corp/ca.pem" {
+		t.Fatalf("cafile from ~/.npmrc: %q", got)
+	}
+	t.Setenv("npm_config_registry", "http://127.0.0.1:4873/")
+	if got := npmRegistry(); got != "http://127.0.0.1:4873/" {
+		t.Fatalf("registry from the environment: %q", got)
+	}
+	t.Setenv("npm_config_registry", "not a url")
+	if got := npmRegistry(); got != "https://mirror.example/npm/" && got != "" {
+		t.Fatalf("invalid registry kept: %q", got)
+	}
+
+	for in, want := range map[string]string{
+		"https://registry.npmjs.org/":                  "https://registry.npmjs.org/",
+		"https://user:tok@mirror.example/simple?k=v#f": "https://***@mirror.example/simple",
+		"http://tok@10.0.0.1:8080/simple":              "http://***@10.0.0.1:8080/simple",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+
+	t.Setenv("PIP_FIND_LINKS", "/opt/wheels https://mirror.example/links file:///x")
+	t.Setenv("PIP_INDEX_URL", "https://mirror.example/simple")
+	env := pipEnv()
+	if !slices.Contains(env, "PIP_FIND_LINKS=https://mirror.example/links") || !slices.Contains(env, "PIP_INDEX_URL=https://mirror.example/simple") {
+		t.Fatalf("find-links: %q", env)
+	}
+
+	ca := dir + "/ca.pem"
+	os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\n"), 0o644)
+	t.Setenv("SSL_CERT_FILE", ca)
+	t.Setenv("NODE_EXTRA_CA_CERTS", "")
+	t.Setenv("PIP_CERT", "")
+	t.Setenv("npm_config_cafile", "")
+	os.Remove(dir + "/home/.npmrc")
+	mounts, cenv, err := caMounts("npx")
+	if err != nil || len(mounts) != 1 || !mounts[0].ReadOnly || mounts[0].Source != ca {
+		t.Fatalf("CA mounts %+v %v", mounts, err)
+	}
+	if got := strings.Join(cenv, " "); got != "SSL_CERT_FILE=/etc/mcpcage/ca/SSL_CERT_FILE.pem NODE_EXTRA_CA_CERTS=/etc/mcpcage/ca/SSL_CERT_FILE.pem" {
+		t.Fatalf("CA env %q", got)
+	}
+	t.Setenv("PIP_CERT", dir+"/missing.pem")
+	if _, _, err := caMounts("uvx"); err == nil || !strings.Contains(err.Error(), "PIP_CERT") {
+		t.Fatalf("missing CA file: %v", err)
 	}
 }
