@@ -56,7 +56,17 @@ cages the servers started with npx or uvx: their command becomes mcpcage and
 their args "run --name=NAME --env=VAR... -- <the original command>". A backup
 is left next to every file changed; mcpcage unwrap restores the originals.
 
-Clients: ` + strings.Join(clients.IDs(), ", ") + `.`,
+Clients: ` + strings.Join(clients.IDs(), ", ") + `.
+
+Exit status: 0 when the report was printed or the changes written (or there
+was nothing to change); 1 on an error, when the prompt was declined, or when
+a file changed while mcpcage was writing it; 2 for a usage error, or --fix
+without a terminal to ask on and without --yes.`,
+		Example: `  mcpcage protect
+  mcpcage protect --json --client claude-desktop
+  mcpcage protect --inspect --client cursor
+  mcpcage protect --fix
+  mcpcage protect --fix --yes --client vscode`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := clients.HostLayout()
@@ -74,6 +84,9 @@ Clients: ` + strings.Join(clients.IDs(), ", ") + `.`,
 			opts.BeforeRename = protectBeforeRename
 			if opts.Yes && !opts.Fix {
 				return &ExitError{Code: 2, Err: withHint(errors.New("--yes only goes with --fix"), "run `mcpcage protect --fix --yes`")}
+			}
+			if opts.Fix && opts.JSON {
+				return &ExitError{Code: 2, Err: errors.New("--json goes with the report, not with --fix")}
 			}
 			if opts.Fix && opts.Inspect {
 				return &ExitError{Code: 2, Err: errors.New("--fix and --inspect cannot be used together: run them one after the other")}

@@ -29,7 +29,13 @@ client configuration (or only those of --client). It needs nothing but the
 caged entry itself: the original command is what follows "--" in its args,
 so it works without backups, and it leaves alone any other change made to
 the file since. A file that was only caged and unwrapped is byte for byte
-what it was.`,
+what it was.
+
+Exit status: 0 when the entries were restored (or none was caged); 1 on an
+error, when the prompt was declined, or when a file changed while mcpcage
+was writing it; 2 for a usage error, or no terminal to ask on and no --yes.`,
+		Example: `  mcpcage unwrap
+  mcpcage unwrap --client claude-code --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := clients.HostLayout()
