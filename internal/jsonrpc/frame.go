@@ -36,7 +36,8 @@ func NewReader(r io.Reader, max int) *Reader {
 	if max <= 0 {
 		max = DefaultMaxLine
 	}
-	return &Reader{br: bufio.NewReaderSize(r, 64<<10), max: max}
+	// Lines up to the buffer size are copied once, straight out of it.
+	return &Reader{br: bufio.NewReaderSize(r, min(max+2, 256<<10)), max: max}
 }
 
 // ReadLine returns the next line without its terminator, in a slice the
