@@ -109,5 +109,5 @@ func sameRepo(digestRef, ref string) bool {
 	if i := strings.LastIndexByte(r, ':'); i > strings.LastIndexByte(r, '/') {
 		r = r[:i]
 	}
-	return repo == r || repo == "docker.io/library/"+r || repo == "library/"+r || strings.HasSuffix(repo, "/"+r) && !strings.Contains(r, "/")
+	return repo == r || repo == "docker.io/"+r || repo == "docker.io/library/"+r || repo == "library/"+r
 }

@@ -207,3 +207,22 @@ func TestRegistrySettings(t *testing.T) {
 		t.Fatalf("missing CA file: %v", err)
 	}
 }
+
+func TestSameRepo(t *testing.T) {
+	for _, c := range []struct {
+		digest, ref string
+		want        bool
+	}{
+		{"node@sha256:ab", "node:22-bookworm-slim", true},
+		{"docker.io/library/node@sha256:ab", "node:22-bookworm-slim", true},
+		{"ghcr.io/astral-sh/uv@sha256:ab", "ghcr.io/astral-sh/uv:python3.12-bookworm-slim", true},
+		{"registry.local:5000/node@sha256:ab", "registry.local:5000/node:22", true},
+		{"evil/node@sha256:ab", "node:22", false},
+		{"ghcr.io/other/uv@sha256:ab", "ghcr.io/astral-sh/uv:python3.12-bookworm-slim", false},
+		{"nodejs@sha256:ab", "node:22", false},
+	} {
+		if got := sameRepo(c.digest, c.ref); got != c.want {
+			t.Errorf("sameRepo(%q, %q) = %v", c.digest, c.ref, got)
+		}
+	}
+}
