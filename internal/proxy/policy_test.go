@@ -164,3 +164,40 @@ func TestReplaceServerResponse(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
 	c.expect(`{"jsonrpc":"2.0","id":"l","error":{"code":-32001,"message":"mcpcage blocked tools/list: changed"}}`)
 }
+
+// gate holds every outcome in Observe until released.
+type gate struct {
+	observed chan string
+	release  chan struct{}
+}
+
+func (g *gate) Inspect(ctx context.Context, s *Session, ev *Event) Verdict { return Verdict{} }
+
+func (g *gate) Observe(ctx context.Context, s *Session, ev *Event, v Verdict) {
+	if ev.Dir != ServerToClient || ev.Method != "tools/list" {
+		return
+	}
+	g.observed <- ev.Method
+	<-g.release
+}
+
+// TestObserveBeforeDelivery: while an observer has not returned, the
+// outcome it is looking at has not reached the client (an audit record is
+// durable before the response it records is delivered).
+func TestObserveBeforeDelivery(t *testing.T) {
+	g := &gate{observed: make(chan string, 1), release: make(chan struct{})}
+	c, _ := rawSession(t, Config{Policies: []Policy{g}})
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	select {
+	case <-g.observed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("observer never called")
+	}
+	select {
+	case line := <-c.lines:
+		t.Fatalf("delivered before the observer returned: %s", line)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(g.release)
+	c.expect(`"id":1`, `"echo":"tools/list"`)
+}

@@ -53,6 +53,11 @@ var ErrNotRunning = errors.New("proxy: session is not running")
 // Call sends a request of the proxy's own to the server, with an id from the
 // proxy's reserved namespace, and returns the server's response. The response
 // is consumed here and never reaches the client.
+//
+// Call from a Verdict.Async function. Called from Inspect on a message from
+// the server it would wait for an answer that the same goroutine has to
+// read, and fail only when ctx ends; from Inspect on a client message it
+// works but holds up everything else the client sends meanwhile.
 func (s *Session) Call(ctx context.Context, method string, params []byte) (*jsonrpc.Message, error) {
 	s.mu.Lock()
 	call := s.call
