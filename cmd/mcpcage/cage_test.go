@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"go/build"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -505,5 +506,63 @@ func TestRunEnvByName(t *testing.T) {
 	cs.Close()
 	if strings.Contains(stderr.String(), secret) {
 		t.Errorf("the value is in mcpcage's output:\n%s", stderr.String())
+	}
+}
+
+// TestEscapeThroughRun runs escape probes through `mcpcage run --image`, the
+// command line a user runs (the full suite, with control cases, is
+// internal/cage's TestEscape*).
+func TestEscapeThroughRun(t *testing.T) {
+	ctx := context.Background()
+	cli, err := cage.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cagetest.BuildProbeImage(ctx, cli); err != nil {
+		t.Fatal(err)
+	}
+	gw, err := cagetest.BridgeGateway(ctx, cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(gw, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	lo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lo.Close()
+	dir := stateDir(t)
+	secret := filepath.Join(dir, "home", ".ssh")
+	if err := os.MkdirAll(secret, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(secret, "id_ed25519"), []byte("not a key"), 0o600)
+
+	cs, stderr := caged(t, dir, nil, "--pids", "32", "--memory", "64m", "--tmp-size", "4m", "--image", cagetest.ProbeImage)
+	for _, p := range []struct{ check, target string }{
+		{"ifaces", ""},
+		{"tcp", ln.Addr().String()},
+		{"tcp", lo.Addr().String()},
+		{"read", filepath.Join(secret, "id_ed25519")},
+		{"read", "/etc/shadow"},
+		{"write", "/data/x"},
+		{"fill", "/tmp/f:" + strconv.Itoa(8<<20)},
+		{"fork", "40"},
+		{"memory", "128"},
+		{"root", ""},
+		{"caps", ""},
+		{"setuid", ""},
+		{"suid", "/probe-suid"},
+		{"socket", ""},
+	} {
+		out, isErr := call(t, cs, "probe", map[string]any{"check": p.check, "target": p.target})
+		if isErr || !strings.Contains(out, `"escaped":false`) || strings.Contains(out, "unknown check") {
+			t.Errorf("ESCAPE through mcpcage run: %s %s: %s\n%s", p.check, p.target, out, stderr.String())
+		}
 	}
 }

@@ -104,6 +104,9 @@ func (p *probeSession) probe(check, target string) probeResult {
 	if err := json.Unmarshal([]byte(tc.Text), &r); err != nil {
 		p.t.Fatalf("probe %s: %v in %q", check, err, tc.Text)
 	}
+	if strings.HasPrefix(r.Detail, "unknown check") {
+		p.t.Fatalf("the probe does not know %q", check)
+	}
 	return r
 }
 
