@@ -2,6 +2,7 @@ package fuzz
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,7 +24,7 @@ func seedClientFiles(f *testing.F, pattern string) {
 }
 
 // checkEdits holds for any input: reading, caging and unwrapping never
-// panic; caging twice is caging once; unwrap(fix(x)) == unwrap(x); and for
+// panic and never fail their own re-read check; caging twice is caging once; unwrap(fix(x)) == unwrap(x); and for
 // a file with no caged entry, unwrap(fix(x)) == x byte for byte.
 func checkEdits(t *testing.T, format clients.Format, tables [][]string, x []byte) {
 	clients.Self = func() string { return "" }
@@ -40,6 +41,9 @@ func checkEdits(t *testing.T, format clients.Format, tables [][]string, x []byte
 		}
 	}
 	fixed, changes, err := clients.Edit(format, x, tables, clients.OpFix, fuzzExe, nil)
+	if errors.Is(err, clients.ErrCheck) {
+		t.Fatalf("fix failed its own check: %v\n%q", err, x)
+	}
 	if err != nil {
 		return
 	}
@@ -51,6 +55,9 @@ func checkEdits(t *testing.T, format clients.Format, tables [][]string, x []byte
 		t.Fatalf("second fix changed something (err %v, %d changes)\n%s", err, len(changes2), fixed)
 	}
 	back, _, err := clients.Edit(format, fixed, tables, clients.OpUnwrap, "", nil)
+	if errors.Is(err, clients.ErrCheck) {
+		t.Fatalf("unwrap failed its own check: %v\n%q", err, fixed)
+	}
 	if !anyCaged {
 		if err != nil {
 			t.Fatalf("unwrap(fix(x)) failed: %v\n%s", err, fixed)

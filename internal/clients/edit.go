@@ -2,6 +2,7 @@ package clients
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -20,7 +21,12 @@ const (
 // Change is one entry an edit changes.
 type Change struct {
 	Before, After Server
+	idx           int // the entry's position among the file's entries
 }
+
+// ErrCheck means an edit did not pass its own check: a bug in mcpcage, and
+// the file is left as it was.
+var ErrCheck = errors.New("internal check failed")
 
 // Read returns the server entries of a file's content.
 func Read(f Format, data []byte, tables [][]string) ([]Server, error) {
@@ -62,7 +68,7 @@ func Edit(f Format, data []byte, tables [][]string, op Op, exe string, only func
 		return out, changes, err
 	}
 	if err := verify(f, data, out, tables, changes); err != nil {
-		return nil, nil, fmt.Errorf("internal check failed, nothing changed: %v", err)
+		return nil, nil, fmt.Errorf("%w, nothing changed: %v", ErrCheck, err)
 	}
 	return out, changes, nil
 }
@@ -81,16 +87,17 @@ func verify(f Format, before, after []byte, tables [][]string, changes []Change)
 	if len(a) != len(b) {
 		return fmt.Errorf("%d entries became %d", len(a), len(b))
 	}
-	want := map[string]Server{}
+	// By position: two entries may have the same key path (a repeated name).
+	want := map[int]Server{}
 	for _, c := range changes {
-		want[key(c.After.Where)] = c.After
+		want[c.idx] = c.After
 	}
 	for i := range a {
 		if key(a[i].Where) != key(b[i].Where) {
 			return fmt.Errorf("entry %q moved", a[i].Name)
 		}
 		exp := a[i]
-		if w, ok := want[key(a[i].Where)]; ok {
+		if w, ok := want[i]; ok {
 			exp.Command, exp.Args = w.Command, w.Args
 		}
 		if len(exp.Args) == 0 {

@@ -299,7 +299,7 @@ func editJSON(data []byte, tables [][]string, op Op, exe string, only func(Serve
 		return nil, nil, errNotEditable
 	}
 	var changes []Change
-	for _, e := range doc.entries {
+	for i, e := range doc.entries {
 		if only != nil && !only(e.srv) {
 			continue
 		}
@@ -313,7 +313,7 @@ func editJSON(data []byte, tables [][]string, op Op, exe string, only func(Serve
 			after := before
 			after.Command = exe
 			after.Args = append(WrapArgs(before), append([]string{before.Command}, before.Args...)...)
-			changes = append(changes, Change{Before: before, After: after})
+			changes = append(changes, Change{Before: before, After: after, idx: i})
 		case OpUnwrap:
 			cmd, args, ok := before.Unwrapped()
 			if !ok || !e.unwrap() {
@@ -321,7 +321,7 @@ func editJSON(data []byte, tables [][]string, op Op, exe string, only func(Serve
 			}
 			after := before
 			after.Command, after.Args = cmd, append([]string(nil), args...)
-			changes = append(changes, Change{Before: before, After: after})
+			changes = append(changes, Change{Before: before, After: after, idx: i})
 		}
 	}
 	if len(changes) == 0 {

@@ -190,7 +190,7 @@ func editTOML(data []byte, op Op, exe string, only func(Server) bool) ([]byte, [
 	}
 	var reps []replacement
 	var changes []Change
-	for _, e := range doc.entries {
+	for i, e := range doc.entries {
 		if only != nil && !only(e.srv) {
 			continue
 		}
@@ -225,7 +225,7 @@ func editTOML(data []byte, op Op, exe string, only func(Server) bool) ([]byte, [
 			after := before
 			after.Command = exe
 			after.Args = append(WrapArgs(before), append([]string{before.Command}, before.Args...)...)
-			changes = append(changes, Change{Before: before, After: after})
+			changes = append(changes, Change{Before: before, After: after, idx: i})
 		case OpUnwrap:
 			cmd, args, ok := before.Unwrapped()
 			if !ok {
@@ -250,7 +250,7 @@ func editTOML(data []byte, op Op, exe string, only func(Server) bool) ([]byte, [
 				replacement{e.cmd, string(data[e.elems[k+1].start:e.elems[k+1].end])})
 			after := before
 			after.Command, after.Args = cmd, append([]string(nil), args...)
-			changes = append(changes, Change{Before: before, After: after})
+			changes = append(changes, Change{Before: before, After: after, idx: i})
 		}
 	}
 	if len(changes) == 0 {
