@@ -31,6 +31,8 @@ func (scanForPins) Item(k pin.Kind, item []byte, list []jsontext.Value) []scan.F
 	for _, it := range list {
 		siblings = append(siblings, json.RawMessage(it))
 	}
+	// Tools of the other caged servers too (scan.go): orders about them count.
+	siblings = append(siblings, cagedTools()...)
 	return scan.Item(scanKinds[k], item, siblings)
 }
 

@@ -11,12 +11,15 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpcage/mcpcage/internal/cage"
+	"github.com/mcpcage/mcpcage/internal/home"
+	"github.com/mcpcage/mcpcage/internal/pin"
 	"github.com/mcpcage/mcpcage/internal/proxy"
 	"github.com/mcpcage/mcpcage/internal/scan"
 )
@@ -312,7 +315,7 @@ func scanInputItems(kind string, items []json.RawMessage) []scannedItem {
 
 func scanAll(in *scanInput) *scanReport {
 	rep := &scanReport{Tools: []scannedItem{}}
-	for i, fs := range scan.Tools(in.tools) {
+	for i, fs := range scan.ToolsAmong(in.tools, cagedTools()) {
 		if fs == nil {
 			fs = []scan.Finding{}
 		}
@@ -430,3 +433,25 @@ func scanCaged(ctx context.Context, opts *ScanOptions) (*scanReport, error) {
 }
 
 var _ proxy.Server = (*cage.Cage)(nil)
+
+// cagedTools returns the approved tools of every server pinned under
+// $MCPCAGE_HOME, read once per process: cross-tool checks then notice a
+// description that gives orders about a tool of another caged server.
+// Unreadable pin files are skipped here; `mcpcage pins` reports them.
+var cagedTools = sync.OnceValue(func() []json.RawMessage {
+	dir, err := home.Dir()
+	if err != nil {
+		return nil
+	}
+	files, _ := pinStore(dir).List()
+	var out []json.RawMessage
+	for _, f := range files {
+		if f.Approved == nil {
+			continue
+		}
+		for _, t := range f.Approved.List(pin.Tools) {
+			out = append(out, json.RawMessage(t))
+		}
+	}
+	return out
+})

@@ -230,6 +230,7 @@ var (
 		`@t(?:\s+(?:tool|function))?\s+(?:is|has\s+been|was|have\s+been|are)\s+(?:now\s+|temporarily\s+|currently\s+|permanently\s+|recently\s+)?(?:deprecated|disabled|removed|retired|discontinued|restricted|suspended|broken|unsafe|compromised|upgraded|updated|enhanced|optimi[sz]ed|modified|changed|replaced|superseded|redirected|unavailable|blocked|insecure|vulnerable)`,
 		`\bwhen(?:ever)?\s+(?:\w+\s+){0,4}?(?:call|calls|calling|called|use|uses|using|used|invoke|invokes|invoking|invoked|run|runs|running)\s+(?:the\s+)?@t\b.{0,120}?\b(?:must|always|also|instead|first|automatically|make\s+sure|ensure|add|include|set|change|replace|send|append)\b`,
 		`\bwhen(?:ever)?\s+(?:the\s+)?@t(?:\s+(?:tool|function))?\s+(?:is|gets|has\s+been)\s+(?:called|used|invoked|run)`,
+		`\b(?:when(?:ever)?|if|each\s+time|every\s+time)\s+(?:the\s+)?@t\b.{0,80}?\b(?:must|always|also|automatically|instead|silently|secretly)\b`,
 		`@t(?:\s+(?:tool|function))?\s+(?:must|should|will|shall)\s+(?:now\s+)?(?:always|also|automatically|first|never|only|include|send|add)\b`,
 		`\b(?:redirect|route|switch|forward)\s+(?:\w+\s+){0,4}?(?:to|from)\s+(?:the\s+)?(?:new\s+)?(?:\w+\s+){0,2}?@t`,
 		`\b(?:all|any|every)\s+(?:calls?|requests?|uses?)\s+(?:to|of)\s+(?:the\s+)?@t\s+(?:must|should|will|are|is)\b`,

@@ -51,7 +51,11 @@ func Item(kind string, item json.RawMessage, siblings []json.RawMessage) []Findi
 
 // Tools scans every tool of a list, each against all the others, and returns
 // the findings of tools[i] at index i.
-func Tools(tools []json.RawMessage) [][]Finding {
+func Tools(tools []json.RawMessage) [][]Finding { return ToolsAmong(tools, nil) }
+
+// ToolsAmong is Tools where others are tools of other servers (the caged
+// ones): a description that gives orders about one of them is reported too.
+func ToolsAmong(tools, others []json.RawMessage) [][]Finding {
 	names := make([]string, len(tools))
 	for i, t := range tools {
 		names[i] = itemName(t)
@@ -62,6 +66,12 @@ func Tools(tools []json.RawMessage) [][]Finding {
 			break
 		}
 		all.addSibling(n)
+	}
+	for _, o := range others {
+		if len(all.siblings) >= maxSiblings {
+			break
+		}
+		all.addSibling(itemName(o))
 	}
 	out := make([][]Finding, len(tools))
 	sc := newScanner()
