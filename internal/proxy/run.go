@@ -76,7 +76,9 @@ const ReservedIDPrefix = "mcpcage-"
 // request of the client it left unanswered is answered with an error. If
 // clientIn is an io.Closer it is closed before Run returns, so that the
 // goroutine reading it ends. Every goroutine Run starts has ended when it
-// returns, except a read from a clientIn that cannot be closed.
+// returns, except a read from a clientIn that closing does not interrupt (a
+// blocking stdin): that one ends with the client or the process, and
+// handles nothing it reads after Run decided to stop.
 func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Writer, srv Server) (int, error) {
 	if cfg.Session == nil {
 		cfg.Session = &Session{}
@@ -172,7 +174,8 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 		code, waitErr = 1, errors.New("server did not exit")
 	}
 	r.waitBounded(r.serverGone, "server output")
-	cancel() // fails the proxy's own pending Calls
+	cancel()              // fails the proxy's own pending Calls
+	r.stopped.Store(true) // the client pump handles nothing more
 	r.mu.Lock()
 	r.draining = true
 	r.mu.Unlock()
@@ -180,7 +183,14 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	r.failPending(code)
 	if c, ok := clientIn.(io.Closer); ok {
 		_ = c.Close()
-		<-clientDone
+	}
+	// Closing a pipe or an *os.File in non-blocking mode ends the client
+	// pump's read. A blocking stdin cannot be interrupted: its read ends when
+	// the client closes it or the process exits, and what it returns is not
+	// handled; the server's exit must not wait for the client.
+	select {
+	case <-clientDone:
+	case <-time.After(100 * time.Millisecond):
 	}
 	r.waitBounded(stderrDone, "server stderr")
 	for _, p := range cfg.Policies {
@@ -224,6 +234,7 @@ type run struct {
 
 	idPrefix string
 	seq      atomic.Uint64
+	stopped  atomic.Bool
 
 	mu           sync.Mutex
 	pendingC2S   map[string]pending // client requests the server has not answered
@@ -385,6 +396,9 @@ func (r *run) pumpClient(in io.Reader) {
 				r.replyLater(ClientToServer, jsonrpc.NewErrorResponse(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "mcpcage: "+err.Error(), nil))
 				continue
 			}
+			return
+		}
+		if r.stopped.Load() {
 			return
 		}
 		if blank(line) {
