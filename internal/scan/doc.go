@@ -47,15 +47,16 @@
 //	                                       its snippet the group named s, else the whole match
 //	   "unless": ["..."],                  optional: a match that one of these also matches is ignored
 //	   "check": "cross-tool",              instead of patterns: a built-in check (tag-chars, bidi,
-//	                                       mixed-script, encoded, cross-tool)
+//	                                       mixed-script, encoded, cross-tool, cross-tool-prefer)
 //	   "match": ["..."],                   examples that must produce this rule
 //	   "nomatch": ["..."]                  examples that must not
 //	 }]}
 //
 // The test suite runs every example through Text with the path "description"
 // ("inputSchema.properties.x.description" for rules "in" the schema); the
-// cross-tool examples are scanned as if the list also held send_email,
-// read_file, list_files, search, upload_file and create_conversation.
+// examples of the two cross-tool checks are scanned as if the list also held
+// send_email, read_file, list_files, search, upload_file and
+// create_conversation.
 //
 // Besides the rule's keywords, each pattern runs only when the text contains
 // one of the literals that every match of it must contain, which the scanner
