@@ -42,7 +42,7 @@ type toolFindings struct {
 // inspectCommand is the `mcpcage run` command line that cages a server: the
 // entry's own when it is caged, the one --fix would write otherwise.
 func inspectCommand(s clients.Server) ([]string, bool) {
-	if _, _, ok := s.Unwrapped(); ok {
+	if s.Caged() {
 		return s.Args[1:], true
 	}
 	if ok, _ := s.Cageable(); ok {
