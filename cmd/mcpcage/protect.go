@@ -441,6 +441,8 @@ func reachText(s serverJSON) string {
 		}
 		if s.Caged && len(s.Reach.Mounts) > 0 {
 			parts = append(parts, "folders "+strings.Join(s.Reach.Mounts, ", "))
+		} else if s.Kind == clients.KindImage && len(s.Reach.Mounts) > 0 {
+			parts = append(parts, "volumes "+strings.Join(s.Reach.Mounts, ", "))
 		}
 	}
 	if len(s.Reach.Env) > 0 {

@@ -273,6 +273,15 @@ func TestNotCageable(t *testing.T) {
 		if k, ok := want[s.Name]; ok && s.Kind() != k {
 			t.Errorf("%s: kind %q, want %q", s.Name, s.Kind(), k)
 		}
+		if s.Name == "sqlite" {
+			r := s.Reach()
+			if r.Home || !r.Network || !reflect.DeepEqual(r.Mounts, []string{"mcp-sqlite"}) {
+				t.Errorf("sqlite reach %+v", r)
+			}
+			if _, hint := s.Cageable(); !strings.Contains(hint, "--image mcp/sqlite`") {
+				t.Errorf("sqlite hint %q", hint)
+			}
+		}
 	}
 }
 

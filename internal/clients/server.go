@@ -189,7 +189,11 @@ func (s Server) Cageable() (bool, string) {
 	case KindRemote:
 		return false, "a remote server runs elsewhere; mcpcage cannot cage it"
 	case KindImage:
-		return false, "it ships as a Docker image: cage it by hand with `mcpcage run --image IMAGE`"
+		img := "IMAGE"
+		if d := parseDockerRun(s.Args); d.image != "" {
+			img = d.image
+		}
+		return false, "it ships as a Docker image: cage it by hand with `mcpcage run --image " + img + "`"
 	case KindCommand:
 		if f := strings.Fields(s.Command); len(f) > 1 && commandKind(f[0], nil) != KindCommand {
 			return false, "the command and its arguments are one string; write the command alone and the arguments in args, then run --fix again"
@@ -344,8 +348,66 @@ func (s Server) Reach() Reach {
 				r.Mounts = append(r.Mounts, p+" (read-only)")
 			}
 		}
+	case s.Kind() == KindImage && !s.Caged():
+		// Docker's own defaults: the network, and only the volumes given.
+		d := parseDockerRun(s.Args)
+		r.Network = !d.noNetwork
+		r.Mounts = d.volumes
 	default:
 		r.Home, r.Network = true, true
 	}
 	return r
+}
+
+type dockerRun struct {
+	image     string
+	noNetwork bool
+	volumes   []string
+}
+
+// dockerValueFlags are the `docker run` flags that take a value as the next
+// argument, so that the image is found after them.
+var dockerValueFlags = map[string]bool{
+	"-e": true, "--env": true, "--env-file": true, "-v": true, "--volume": true, "--mount": true,
+	"--name": true, "-p": true, "--publish": true, "--network": true, "--net": true, "-w": true,
+	"--workdir": true, "-u": true, "--user": true, "--entrypoint": true, "-l": true, "--label": true,
+	"--platform": true, "--pull": true, "-m": true, "--memory": true, "--cpus": true, "-h": true,
+	"--hostname": true, "--add-host": true, "--cap-add": true, "--cap-drop": true, "--device": true,
+	"--security-opt": true, "--tmpfs": true, "--ulimit": true, "--restart": true, "--runtime": true,
+}
+
+// parseDockerRun reads what matters of `docker run [flags] IMAGE [args]`,
+// best effort.
+func parseDockerRun(args []string) dockerRun {
+	var d dockerRun
+	i := 0
+	for i < len(args) && (args[i] == "run" || args[i] == "container") {
+		i++
+	}
+	for ; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			d.image = a
+			break
+		}
+		name, val, hasVal := strings.Cut(a, "=")
+		if !hasVal && dockerValueFlags[name] && i+1 < len(args) {
+			i++
+			val = args[i]
+		}
+		switch name {
+		case "--network", "--net":
+			d.noNetwork = val == "none"
+		case "-v", "--volume":
+			src, _, _ := strings.Cut(val, ":")
+			d.volumes = append(d.volumes, src)
+		case "--mount":
+			for _, kv := range strings.Split(val, ",") {
+				if k, v, ok := strings.Cut(kv, "="); ok && (k == "source" || k == "src") {
+					d.volumes = append(d.volumes, v)
+				}
+			}
+		}
+	}
+	return d
 }
