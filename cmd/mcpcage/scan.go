@@ -376,7 +376,7 @@ func printScan(opts *ScanOptions, rep *scanReport) error {
 	}
 	what := fmt.Sprintf("%d tool(s)", len(rep.Tools))
 	if n := len(rep.Other); n > 0 {
-		what += fmt.Sprintf(" and %d other definition(s)", n)
+		what = fmt.Sprintf("%d definition(s) (%d tool(s), %d other)", len(rep.Tools)+n, len(rep.Tools), n)
 	}
 	if rep.Server != "" {
 		what += " of " + strconv.Quote(rep.Server)

@@ -40,6 +40,7 @@
 //	   "explanation": "asks the model...", one line a person understands
 //	   "on": "lower",                      "lower" (default), "cased" or "raw"
 //	   "in": "schema",                     optional: only strings inside inputSchema/outputSchema
+//	   "except": ["instructions"],         optional: paths where the rule does not apply
 //	   "keywords": ["user", "..."],        lower-case literals; the patterns run only on text
 //	                                       that contains one (none: always; raw rules have none)
 //	   "also": ["not", "..."],             optional, with keywords: one of these must appear too

@@ -25,6 +25,7 @@ type ruleSpec struct {
 	On          string   `json:"on"` // "lower" (default), "cased" or "raw"
 	Check       string   `json:"check"`
 	In          string   `json:"in"` // "schema": only strings inside inputSchema or outputSchema
+	Except      []string `json:"except"` // paths where the rule does not apply, e.g. "instructions"
 	Keywords    []string `json:"keywords"`
 	Also        []string `json:"also"`
 	Patterns    []string `json:"patterns"`
@@ -42,6 +43,7 @@ type Rule struct {
 	On          string
 	Check       string
 	In          string
+	Except      []string // paths where the rule does not apply
 	Keywords    []string
 	Also        []string // with Keywords: one of these must appear too
 	Match       []string // examples that must produce this rule
@@ -210,7 +212,7 @@ func compileRule(category string, sp ruleSpec) (*Rule, error) {
 		return nil, fmt.Errorf("needs examples that must match and must not match")
 	}
 	r := &Rule{ID: sp.ID, Category: category, Severity: sev, Explanation: sp.Explanation,
-		On: sp.On, Check: sp.Check, In: sp.In, Match: sp.Match, NoMatch: sp.NoMatch}
+		On: sp.On, Check: sp.Check, In: sp.In, Except: sp.Except, Match: sp.Match, NoMatch: sp.NoMatch}
 	if r.In != "" && r.In != "schema" {
 		return nil, fmt.Errorf(`in must be "schema" or absent`)
 	}

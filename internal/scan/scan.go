@@ -447,7 +447,7 @@ func (sc *scanner) text(s string) {
 	}
 	set.pre.candidates(nt.lower, marks)
 	for i, r := range set.text {
-		if !marks[markRule(i)] || (len(r.Also) > 0 && !marks[markAlso(i)]) || (r.In == "schema" && !inSchema(sc.pb)) {
+		if !marks[markRule(i)] || (len(r.Also) > 0 && !marks[markAlso(i)]) || (r.In == "schema" && !inSchema(sc.pb)) || r.excepted(sc.pb) {
 			continue
 		}
 		target := nt.lower
@@ -469,6 +469,15 @@ func (sc *scanner) text(s string) {
 	if len(sc.siblings) > 0 {
 		sc.checkCrossTool(nt)
 	}
+}
+
+func (r *Rule) excepted(path []byte) bool {
+	for _, e := range r.Except {
+		if string(path) == e {
+			return true
+		}
+	}
+	return false
 }
 
 func inSchema(path []byte) bool {
