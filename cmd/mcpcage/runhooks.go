@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"os/signal"
 	"sort"
+	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -86,6 +88,9 @@ func serveSession(ctx context.Context, rc *RunContext, srv proxy.Server, maxLine
 	}
 	policies = append(append([]proxy.Policy(nil), rc.Before...), policies...)
 	sess := &proxy.Session{Name: rc.Name, Launch: rc.Launch}
+	// A client that closes its end of our stdout must turn our writes into
+	// errors, not kill mcpcage with SIGPIPE before it has stopped the server.
+	signal.Ignore(syscall.SIGPIPE)
 	return proxy.Run(ctx, proxy.Config{
 		Session:  sess,
 		Policies: policies,
