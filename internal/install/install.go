@@ -487,13 +487,15 @@ func installEntry(ctx context.Context, cli client.APIClient, root string, sp Spe
 	}
 	final := filepath.Join(root, sp.Kind, EntryKey(sp.Kind, sp.Name+m.Extras, m.Version, imageID))
 	if _, err := os.Lstat(final); err == nil {
-		// --update of a version already cached: replace it. Servers running
-		// from the old entry keep their mount of the renamed directory.
-		old := final + ".old-" + filepath.Base(tmp)
+		// --update of a version already cached: replace it. A server running
+		// from the old entry still reads it through its mount, so it is set
+		// aside in tmp/ (dated now) for sweepTmp to remove a day later.
+		old := filepath.Join(root, "tmp", "replaced-"+filepath.Base(tmp))
 		if err := os.Rename(final, old); err != nil {
 			return nil, "", fmt.Errorf("cannot replace %s: %v", final, err)
 		}
-		defer os.RemoveAll(old)
+		now := time.Now()
+		_ = os.Chtimes(old, now, now)
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		return nil, "", fmt.Errorf("cannot move the install into the package cache: %v", err)

@@ -90,6 +90,11 @@ func TestNPMInstallCacheUpdate(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(upd.CacheDir, "node_modules", seqThinking, "package.json")); err != nil {
 		t.Fatalf("package not in the cache after --update: %v", err)
 	}
+	// The replaced entry stays readable for a server still running from it.
+	set, _ := filepath.Glob(filepath.Join(os.Getenv("MCPCAGE_HOME"), "packages", "tmp", "replaced-*", "pkg", "node_modules", seqThinking, "package.json"))
+	if len(set) != 1 {
+		t.Fatalf("the replaced entry was not set aside: %q", set)
+	}
 }
 
 func TestNPMNotFound(t *testing.T) {
