@@ -59,11 +59,13 @@ func TestScanNpmServers(t *testing.T) {
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()
+			type item struct {
+				Name     string         `json:"name"`
+				Findings []scan.Finding `json:"findings"`
+			}
 			var rep struct {
-				Tools []struct {
-					Name     string         `json:"name"`
-					Findings []scan.Finding `json:"findings"`
-				} `json:"tools"`
+				Tools []item `json:"tools"`
+				Other []item `json:"other"` // the server's instructions
 			}
 			if jerr := json.Unmarshal(out, &rep); jerr != nil {
 				t.Fatalf("mcpcage %s: %v (%v)\nstdout: %s\nstderr: %s", strings.Join(argv, " "), err, jerr, out, stderr.String())
@@ -72,7 +74,7 @@ func TestScanNpmServers(t *testing.T) {
 				t.Fatalf("no tools listed\nstderr: %s", stderr.String())
 			}
 			high := 0
-			for _, tl := range rep.Tools {
+			for _, tl := range append(rep.Tools, rep.Other...) {
 				for _, fd := range tl.Findings {
 					if fd.Severity == scan.High {
 						high++
