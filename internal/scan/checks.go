@@ -98,28 +98,46 @@ func (sc *scanner) checkBidi(s string) {
 
 // checkMixedScript reports words that mix Latin letters with Cyrillic or
 // Greek letters that look like Latin ones ("pаypal" with a Cyrillic а): the
-// word reads as one thing to a person and as another to a program. Words
-// written wholly in one script, and Greek letters used as symbols (μs, Ωm),
-// are fine.
+// word reads as one thing to a person and as another to a program. It also
+// reports a word spelled wholly in look-alike letters ("ѕеnd" in Cyrillic)
+// inside otherwise Latin text with no genuine Cyrillic or Greek word. Text
+// written in one script, and Greek letters used as symbols (μs, Ωm), are fine.
 func (sc *scanner) checkMixedScript(s string) {
+	r := sc.set.checks["mixed-script"]
 	start := -1
-	latin, look := 0, 0
+	latin, look, other := 0, 0, 0
+	latinWords, foreignWords := 0, 0
+	disguised := [2]int{-1, -1}
 	flush := func(end int) bool {
-		if start >= 0 && latin > 0 && look > 0 {
-			sc.addSpan(sc.set.checks["mixed-script"], s, start, end)
+		if start < 0 {
+			return false
+		}
+		switch {
+		case latin > 0 && look > 0:
+			sc.addSpan(r, s, start, end)
 			return true
+		case latin > 0:
+			latinWords++
+		case look >= 3 && other == 0:
+			if disguised[0] < 0 {
+				disguised = [2]int{start, end}
+			}
+		case look > 0 || other > 0:
+			foreignWords++
 		}
 		return false
 	}
 	for i, c := range s {
 		if unicode.IsLetter(c) || unicode.Is(unicode.Mn, c) {
 			if start < 0 {
-				start, latin, look = i, 0, 0
+				start, latin, look, other = i, 0, 0, 0
 			}
 			if _, ok := confusable[c]; ok && !unicode.Is(unicode.Latin, c) {
 				look++
 			} else if unicode.Is(unicode.Latin, c) {
 				latin++
+			} else if !unicode.Is(unicode.Mn, c) {
+				other++
 			}
 			continue
 		}
@@ -128,7 +146,12 @@ func (sc *scanner) checkMixedScript(s string) {
 		}
 		start = -1
 	}
-	flush(len(s))
+	if flush(len(s)) {
+		return
+	}
+	if disguised[0] >= 0 && latinWords >= 3 && foreignWords == 0 {
+		sc.addSpan(r, s, disguised[0], disguised[1])
+	}
 }
 
 // checkEncoded decodes long base64 and hex runs and scans what they decode
