@@ -117,4 +117,9 @@
 // write a crash cut short, never acknowledged), the next Append cuts them and
 // first writes a recovery record naming the file, offset, length and SHA-256
 // of what was cut.
+//
+// Verify takes the same lock shared only while it reads the anchor, the
+// checkpoint and the files' sizes, then checks exactly those bytes without
+// it: a log that grows meanwhile is never reported as damaged, and writers
+// wait at most for that snapshot.
 package audit

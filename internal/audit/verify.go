@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"time"
+
+	"github.com/gofrs/flock"
 )
 
 // Problem kinds named by Verify.
@@ -99,9 +101,26 @@ func Verify(opts VerifyOptions) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Anchor, then checkpoint, then the files: the reverse of the order
-	// writers update them in, so a log growing meanwhile is never seen
-	// shorter than the checkpoint read before it.
+	// A consistent snapshot: under a shared lock (writers hold it
+	// exclusively across record, fsync and checkpoint) read the anchor, the
+	// checkpoint and the files' sizes; then check those bytes without the
+	// lock, so writers wait at most for the snapshot. Where the lock cannot
+	// be had (a read-only copy), the order anchor, checkpoint, files is the
+	// reverse of the writers', which is right except at the very first
+	// record.
+	lk := flock.New(filepath.Join(opts.Dir, lockName), flock.SetPermissions(0o600))
+	locked := false
+	if _, err := os.Stat(opts.Dir); err == nil {
+		locked = lk.RLock() == nil
+	}
+	unlock := func() {
+		if locked {
+			lk.Unlock()
+			locked = false
+		}
+		lk.Close()
+	}
+	defer unlock()
 	r := &Report{Files: []string{}}
 	var anchor *Checkpoint
 	var anchorErr error
@@ -122,10 +141,15 @@ func Verify(opts VerifyOptions) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	sizes := map[int]int64{}
 	for _, f := range files {
 		r.Files = append(r.Files, FileName(f))
+		if st, err := os.Stat(filepath.Join(opts.Dir, FileName(f))); err == nil {
+			sizes[f] = st.Size()
+		}
 	}
-	w := &walker{opts: opts, files: files, mac: newMAC(k.MAC), r: r, want: map[uint64]string{}}
+	unlock()
+	w := &walker{opts: opts, files: files, sizes: sizes, mac: newMAC(k.MAC), r: r, want: map[uint64]string{}}
 	if cp != nil {
 		w.want[cp.Records] = ""
 	}
@@ -195,6 +219,7 @@ func Verify(opts VerifyOptions) (*Report, error) {
 type walker struct {
 	opts  VerifyOptions
 	files []int
+	sizes map[int]int64 // file sizes in the snapshot
 	mac   *mac
 	r     *Report
 	seq   uint64 // last good record
@@ -253,6 +278,9 @@ func (w *walker) walk() (err error) {
 		data, release, err := readAll(filepath.Join(w.opts.Dir, FileName(idx)))
 		if err != nil {
 			return err
+		}
+		if n, ok := w.sizes[idx]; ok && int64(len(data)) > n {
+			data = data[:n] // appended after the snapshot
 		}
 		done := w.file(i, data)
 		release()
