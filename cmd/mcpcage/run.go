@@ -377,9 +377,9 @@ func answerWaitingClient(io *IOStreams, msg string) {
 
 // firstReply answers a client whose server says nothing at all: a server
 // that is a front for a remote service hangs silently without the network
-// (@stripe/mcp). Until the server's first message, each client request gets a
-// timer; when it fires the client gets an error that says what to try, and
-// the late answer, if any, is dropped.
+// (@stripe/mcp). Until the server's first message, each client request that
+// is forwarded gets a timer; when it fires the client gets an error that says
+// what to try, and the late answer, if any, is dropped.
 type firstReply struct {
 	name     string
 	timeout  time.Duration
@@ -388,7 +388,7 @@ type firstReply struct {
 
 	mu       sync.Mutex
 	heard    bool
-	timers   []*time.Timer
+	timers   map[string]*time.Timer // by request id Key()
 	timedOut map[string]bool
 }
 
@@ -399,9 +399,7 @@ func (f *firstReply) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Ev
 	case proxy.ServerToClient:
 		if !f.heard {
 			f.heard = true
-			for _, t := range f.timers {
-				t.Stop()
-			}
+			f.stopAll()
 		}
 		if ev.Msg.Kind == jsonrpc.KindResponse && f.timedOut[ev.Msg.ID.Key()] {
 			return proxy.Verdict{Action: proxy.Drop}
@@ -410,18 +408,43 @@ func (f *firstReply) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Ev
 		if f.heard || ev.Msg.Kind != jsonrpc.KindRequest {
 			break
 		}
+		if f.timers == nil {
+			f.timers = map[string]*time.Timer{}
+		}
 		id, method := ev.Msg.ID, ev.Msg.Method
-		f.timers = append(f.timers, time.AfterFunc(f.timeout, func() { f.fire(s, id, method) }))
+		f.timers[id.Key()] = time.AfterFunc(f.timeout, func() { f.fire(s, id, method) })
 	}
 	return proxy.Verdict{Action: proxy.Forward}
 }
 
+// Observe drops the timer of a request that a later policy answered itself
+// (a locked session): the server was never asked, its silence means nothing.
+func (f *firstReply) Observe(ctx context.Context, s *proxy.Session, ev *proxy.Event, v proxy.Verdict) {
+	if ev.Dir != proxy.ClientToServer || ev.Msg.Kind != jsonrpc.KindRequest || v.Action == proxy.Forward || v.Action == proxy.Replace {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t := f.timers[ev.Msg.ID.Key()]; t != nil {
+		t.Stop()
+		delete(f.timers, ev.Msg.ID.Key())
+	}
+}
+
+func (f *firstReply) stopAll() {
+	for k, t := range f.timers {
+		t.Stop()
+		delete(f.timers, k)
+	}
+}
+
 func (f *firstReply) fire(s *proxy.Session, id jsonrpc.ID, method string) {
 	f.mu.Lock()
-	if f.heard {
+	if f.heard || f.timers[id.Key()] == nil {
 		f.mu.Unlock()
 		return
 	}
+	delete(f.timers, id.Key())
 	if f.timedOut == nil {
 		f.timedOut = map[string]bool{}
 	}
@@ -446,7 +469,5 @@ func (f *firstReply) SessionEnd(ctx context.Context, s *proxy.Session, exitCode 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.heard = true
-	for _, t := range f.timers {
-		t.Stop()
-	}
+	f.stopAll()
 }
