@@ -34,7 +34,12 @@ func TestFirstReply(t *testing.T) {
 	f.Inspect(ctx, sess, &proxy.Event{Dir: proxy.ClientToServer, Msg: blocked})
 	f.Observe(ctx, sess, &proxy.Event{Dir: proxy.ClientToServer, Msg: blocked}, proxy.Verdict{Action: proxy.Reply})
 
-	time.Sleep(200 * time.Millisecond)
+	// Wait for the timer (generously: the machine may be busy); the one of
+	// id 2, had it existed, would have fired by then too.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(log.String(), "did not answer") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
 	out := log.String()
 	if !strings.Contains(out, `"quiet" did not answer initialize within 30ms; it may need the network (mcpcage run --allow-net)`) {
 		t.Errorf("no timeout line: %q", out)
