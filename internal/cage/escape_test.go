@@ -284,6 +284,8 @@ func TestEscapePrivileges(t *testing.T) {
 	caged.held("chown", "")
 	caged.held("mknod", "")
 	caged.held("setuid", "")
+	caged.held("mount", "")
+	caged.held("rawsock", "")
 	caged.held("suid", "/probe-suid")
 
 	// Control 1: without no-new-privileges the setuid-root binary gives euid 0.
@@ -299,6 +301,15 @@ func TestEscapePrivileges(t *testing.T) {
 	root.escapes("caps", "")
 	root.escapes("chown", "")
 	root.escapes("mknod", "")
+	root.escapes("rawsock", "")
+	// Control 3: with CAP_SYS_ADMIN, mount works (no seccomp profile on
+	// this engine stops it; the dropped capability does).
+	admin := startProbe(t, cli, Spec{Image: img}, func(cfg *container.Config, hc *container.HostConfig) {
+		cfg.User = ""
+		hc.CapDrop = nil
+		hc.CapAdd = []string{"SYS_ADMIN"}
+	})
+	admin.escapes("mount", "")
 }
 
 func TestEscapeResources(t *testing.T) {

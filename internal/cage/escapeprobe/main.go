@@ -16,7 +16,7 @@
 //	fork T=n          n child processes can be started (pids limit)
 //	memory T=MiB      a child can touch that much memory and exit normally
 //	caps              any effective, permitted or bounding capability
-//	chown, mknod, setuid  privileged operations succeed
+//	chown, mknod, setuid, mount, rawsock  privileged operations succeed
 //	suid T=path       running the setuid-root binary T yields euid 0
 //	root              the server runs as uid 0
 //	socket            a Docker socket is visible
@@ -302,6 +302,22 @@ func probe(check, target string) (bool, string) {
 			return false, errDetail(err)
 		}
 		return true, "made /dev/null's twin"
+	case "mount":
+		if err := os.MkdirAll("/tmp/mnt-probe", 0o755); err != nil {
+			return false, errDetail(err)
+		}
+		if err := syscall.Mount("none", "/tmp/mnt-probe", "tmpfs", 0, "size=1m"); err != nil {
+			return false, errDetail(err)
+		}
+		syscall.Unmount("/tmp/mnt-probe", 0)
+		return true, "mounted a tmpfs"
+	case "rawsock":
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_RAW, syscall.IPPROTO_ICMP)
+		if err != nil {
+			return false, errDetail(err)
+		}
+		syscall.Close(fd)
+		return true, "opened a raw socket"
 	case "setuid":
 		if err := syscall.Setuid(0); err != nil {
 			return false, errDetail(err)
