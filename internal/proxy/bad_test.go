@@ -248,7 +248,7 @@ func TestCancelStopsSession(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
 	go func() {
-		code, _ := Run(ctx, Config{StopTimeout: 200 * time.Millisecond}, inR, io.Discard, srv)
+		code, _ := Run(ctx, Config{StopTimeout: 10 * time.Second}, inR, io.Discard, srv)
 		done <- code
 	}()
 	time.Sleep(50 * time.Millisecond)

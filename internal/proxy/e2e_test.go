@@ -88,7 +88,9 @@ func startProxy(t *testing.T, srv Server, cfg Config) *proxied {
 		cfg.Session = &Session{Name: "fixture"}
 	}
 	if cfg.StopTimeout == 0 {
-		cfg.StopTimeout = time.Second
+		// Generous: a loaded machine (or -race) can take a while to let a
+		// server see EOF and exit; tests of the kill path set their own.
+		cfg.StopTimeout = 10 * time.Second
 	}
 	go func() {
 		p.code, p.err = Run(context.Background(), cfg, inR, outW, srv)
