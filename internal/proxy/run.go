@@ -133,10 +133,17 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 		}
 	}
 
-	var code int
-	var waitErr error
+	type status struct {
+		code int
+		err  error
+	}
+	exitc := make(chan status, 1)
 	exited := make(chan struct{})
-	go func() { code, waitErr = srv.Wait(); close(exited) }()
+	go func() {
+		code, err := srv.Wait()
+		exitc <- status{code, err}
+		close(exited)
+	}()
 
 	stderrDone := make(chan struct{})
 	if se := srv.Stderr(); se != nil {
@@ -160,15 +167,18 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	case <-exited:
 		// It ended on its own: let its last output and stderr lines through
 		// before Stop releases the streams.
-		r.waitBounded(r.serverGone, "server output")
-		r.waitBounded(stderrDone, "server stderr")
+		r.waitBounded(r.serverGone, "")
+		r.waitBounded(stderrDone, "")
 	case <-time.After(cfg.StopTimeout):
 	}
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), cfg.StopTimeout+5*time.Second)
 	stopErr := srv.Stop(stopCtx)
 	stopCancel()
+	var code int
+	var waitErr error
 	select {
-	case <-exited:
+	case st := <-exitc:
+		code, waitErr = st.code, st.err
 	case <-time.After(cfg.StopTimeout):
 		r.logf("the server did not exit after being stopped")
 		code, waitErr = 1, errors.New("server did not exit")
@@ -206,11 +216,14 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 
 // waitBounded waits for a pump to end, but not forever: a Server whose
 // streams outlive Stop must not hang the caller.
+// what, when given, names the stream in a log line if the wait times out.
 func (r *run) waitBounded(done <-chan struct{}, what string) {
 	select {
 	case <-done:
 	case <-time.After(r.cfg.StopTimeout):
-		r.logf("%s still open after the server was stopped", what)
+		if what != "" {
+			r.logf("%s still open after the server was stopped", what)
+		}
 	}
 }
 
