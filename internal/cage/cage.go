@@ -15,7 +15,7 @@
 //   - a non-root user even when the image says root: 1000:1000 when mcpcage
 //     runs as root, else mcpcage's own uid:gid (so folders mounted :rw stay the
 //     user's);
-//   - memory (no swap), pids and CPU limits;
+//   - memory (no swap), pids and CPU limits, no core dumps;
 //   - HOME=/home/mcp, a private per-server folder of the host mounted read-write,
 //     and the given Mounts at their own paths; no other host path and never
 //     the Docker socket (ResolveMount refuses it);
@@ -339,6 +339,8 @@ func configs(spec Spec) (*container.Config, *container.HostConfig) {
 			MemorySwap: mem,
 			NanoCPUs:   int64(cpus * 1e9),
 			PidsLimit:  &pids,
+			// No core dumps: a crashing server would leave its memory in HOME.
+			Ulimits: []*container.Ulimit{{Name: "core", Soft: 0, Hard: 0}},
 		},
 	}
 	if spec.AllowNet {
