@@ -161,7 +161,7 @@ type Cage struct {
 	waitErr  error
 
 	demuxed  chan struct{}
-	killed   bool // Stop found the server still running
+	killed   atomic.Bool // Stop found the server still running
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -387,10 +387,8 @@ func (c *Cage) OOMKilled() bool {
 
 // Killed reports whether Stop ended a server that was still running: its
 // exit status is then mcpcage's doing, not the server's.
-func (c *Cage) Killed() bool {
-	c.stopOnce.Do(func() {}) // a Stop in progress has set killed
-	return c.killed
-}
+// Valid once Stop has returned.
+func (c *Cage) Killed() bool { return c.killed.Load() }
 
 // Stop removes the container (every process in it) and releases the
 // connection. It is safe to call more than once, and works after ctx is
@@ -402,12 +400,12 @@ func (c *Cage) Stop(ctx context.Context) error {
 		// Whether the server still ran is read from the engine: the wait
 		// goroutine may not have heard of an exit yet.
 		if info, err := c.cli.ContainerInspect(rctx, c.id); err == nil && info.State != nil {
-			c.killed = info.State.Running
+			c.killed.Store(info.State.Running)
 			if info.State.OOMKilled {
 				c.oom.Store(true)
 			}
 		} else {
-			c.killed = !c.Exited()
+			c.killed.Store(!c.Exited())
 		}
 		err := c.cli.ContainerRemove(rctx, c.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !client.IsErrNotFound(err) {
