@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -24,7 +23,7 @@ func StartProcess(ctx context.Context, argv []string, env []string) (Server, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 
 	// Our own pipes rather than cmd.StdoutPipe: exec's Wait closes those as
 	// soon as the child exits, which would lose a last response still in the
@@ -87,8 +86,8 @@ func exitCode(ps *os.ProcessState) int {
 	if ps == nil {
 		return 1
 	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+	if sig, ok := signaled(ps); ok {
+		return 128 + sig
 	}
 	return ps.ExitCode()
 }
@@ -104,9 +103,7 @@ func (p *process) Wait() (int, error) {
 
 func (p *process) Stop(ctx context.Context) error {
 	p.stopOnce.Do(func() {
-		// The whole group, even when the leader is gone: a grandchild could
-		// still hold the pipes open.
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(p.cmd)
 		select {
 		case <-p.done:
 		case <-ctx.Done():

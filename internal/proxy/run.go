@@ -97,6 +97,9 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 		_ = srv.Stop(ctx)
 		return 1, err
 	}
+	for _, v := range []any{clientIn, clientOut, srv.Stdin(), srv.Stdout()} {
+		growPipe(v)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := &run{
