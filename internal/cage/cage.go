@@ -119,6 +119,9 @@ type DockerError struct{ Err error }
 func (e *DockerError) Error() string {
 	host := os.Getenv("DOCKER_HOST")
 	if host == "" {
+		host = findDockerHost()
+	}
+	if host == "" {
 		host = client.DefaultDockerHost
 	}
 	return fmt.Sprintf("cannot reach Docker at %s: %v", host, oneLine(e.Err))
@@ -127,10 +130,16 @@ func (e *DockerError) Error() string {
 func (e *DockerError) Unwrap() error { return e.Err }
 
 // Connect returns a client for the engine given by the environment
-// (DOCKER_HOST etc.), with the API version negotiated, after checking that
-// the engine answers.
+// (DOCKER_HOST etc.; without it, see findDockerHost), with the API version
+// negotiated, after checking that the engine answers.
 func Connect(ctx context.Context) (*client.Client, error) {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if os.Getenv("DOCKER_HOST") == "" {
+		if h := findDockerHost(); h != "" {
+			opts = append(opts, client.WithHost(h))
+		}
+	}
+	cli, err := client.NewClientWithOpts(opts...)
 	if err != nil {
 		return nil, &DockerError{Err: err}
 	}
