@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -89,21 +90,28 @@ func (id ID) Key() string {
 		return ""
 	}
 	if id.raw[0] == '"' {
+		if strings.IndexByte(id.raw, '\\') < 0 {
+			return id.raw // no escapes: already the one spelling of its value
+		}
 		s, err := jsontext.AppendUnquote(nil, id.raw)
 		if err != nil {
 			return "x" + id.raw
 		}
-		return "s" + string(s)
+		q, _ := jsontext.AppendQuote(nil, s)
+		return string(q)
 	}
 	if n, err := strconv.ParseInt(id.raw, 10, 64); err == nil {
-		return "n" + strconv.FormatInt(n, 10)
+		if k := strconv.FormatInt(n, 10); k != id.raw {
+			return k
+		}
+		return id.raw // the usual small integer: no allocation
 	}
 	f, err := strconv.ParseFloat(id.raw, 64)
 	if err != nil {
 		return "x" + id.raw
 	}
 	if f == float64(int64(f)) && f >= -1<<63 && f < 1<<63 {
-		return "n" + strconv.FormatInt(int64(f), 10)
+		return strconv.FormatInt(int64(f), 10)
 	}
-	return "n" + strconv.FormatFloat(f, 'g', -1, 64)
+	return strconv.FormatFloat(f, 'g', -1, 64)
 }

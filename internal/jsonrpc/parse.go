@@ -121,7 +121,19 @@ var topNames = []string{"jsonrpc", "id", "method", "params", "result", "error"}
 var errorNames = []string{"code", "message", "data"}
 
 func nearMiss(name []byte, exact []string) (string, bool) {
+	ascii := true
+	for _, c := range name {
+		if c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
 	for _, n := range exact {
+		// Only non-ASCII names can fold to a name of another byte length
+		// (KELVIN SIGN, LONG S).
+		if ascii && len(name) != len(n) {
+			continue
+		}
 		if string(name) != n && bytes.EqualFold(name, []byte(n)) {
 			return n, true
 		}
@@ -388,7 +400,7 @@ func (p *parser) readName() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw := bytes.TrimLeft(p.line[before:d.InputOffset()], " \t\r\n,{")
+	raw := skipSeparators(p.line[before:d.InputOffset()])
 	var name []byte
 	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
 		name = raw[1 : len(raw)-1]
@@ -468,8 +480,30 @@ func unquote(v jsontext.Value) (string, error) {
 	return string(b), err
 }
 
+// trimValue drops what can come between the previous token and a value.
 func trimValue(b []byte) []byte {
-	return bytes.TrimLeft(b, " \t\r\n:,")
+	for len(b) > 0 {
+		switch b[0] {
+		case ' ', '\t', '\r', '\n', ':', ',':
+			b = b[1:]
+		default:
+			return b
+		}
+	}
+	return b
+}
+
+// skipSeparators drops what can come between the previous token and a name.
+func skipSeparators(b []byte) []byte {
+	for len(b) > 0 {
+		switch b[0] {
+		case ' ', '\t', '\r', '\n', ',', '{':
+			b = b[1:]
+		default:
+			return b
+		}
+	}
+	return b
 }
 
 // peekID finds the top-level "id" of a line that failed validation, so the
