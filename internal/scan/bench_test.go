@@ -1,8 +1,10 @@
 package scan
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"syscall"
@@ -64,6 +66,7 @@ func BenchmarkToolsList(b *testing.B) {
 
 func benchList(b *testing.B, poison bool) {
 	list, size := largeList(b, poison)
+	loadedRules() // compiled once per process, not per scan
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -97,5 +100,43 @@ func BenchmarkItem(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		_ = Item("tool", item, list)
+	}
+}
+
+// BenchmarkCorpusList scans the real servers' tools of ../shared/corpus
+// (benign.jsonl, about 1 MB, read at run time and never copied) as one
+// list: real descriptions, some of them tens of kilobytes long.
+func BenchmarkCorpusList(b *testing.B) {
+	f, err := os.Open("../../../shared/corpus/benign.jsonl")
+	if err != nil {
+		b.Fatalf("the measuring corpus next to the repository: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	var list []json.RawMessage
+	size := 0
+	for sc.Scan() {
+		var r struct {
+			Tool json.RawMessage `json:"tool"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			b.Fatal(err)
+		}
+		list = append(list, r.Tool)
+		size += len(r.Tool)
+	}
+	loadedRules()
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	c0 := cpuTime()
+	n := 0
+	for b.Loop() {
+		_ = Tools(list)
+		n++
+	}
+	if cpu := cpuTime() - c0; cpu > 0 {
+		b.ReportMetric(float64(size)*float64(n)/cpu.Seconds()/1e6, "cpu-MB/s")
 	}
 }

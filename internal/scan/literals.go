@@ -28,6 +28,59 @@ func requiredLiterals(expr string) []string {
 	return set
 }
 
+// requiredLiteralSets returns several independent sets, each of which has a
+// string in every match: one per part of the expression's top-level
+// concatenation that has one (or the single set of requiredLiterals). A
+// pattern can only match text that holds a string of every set.
+func requiredLiteralSets(expr string) [][]string {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	var parts []*syntax.Regexp
+	var flatten func(re *syntax.Regexp)
+	flatten = func(re *syntax.Regexp) {
+		switch {
+		case re.Op == syntax.OpCapture:
+			flatten(re.Sub[0])
+		case re.Op == syntax.OpConcat:
+			for _, sub := range re.Sub {
+				flatten(sub)
+			}
+		default:
+			parts = append(parts, re)
+		}
+	}
+	flatten(re.Simplify())
+	var out [][]string
+	add := func(set []string) {
+		if len(set) == 0 || len(set) > 256 || minLen(set) == 0 {
+			return
+		}
+		out = append(out, dedupe(set))
+	}
+	var run []string
+	for _, p := range parts {
+		if ex := exactSet(p); ex != nil {
+			if run == nil {
+				run = []string{""}
+			}
+			if next := product(run, ex); next != nil {
+				run = next
+				continue
+			}
+			add(run)
+			run = ex
+			continue
+		}
+		add(run)
+		run = nil
+		add(literalSet(p))
+	}
+	add(run)
+	return out
+}
+
 // literalSet: nil means "no constraint known"; a set means one of its
 // strings occurs in every match.
 func literalSet(re *syntax.Regexp) []string {
@@ -63,22 +116,29 @@ func literalSet(re *syntax.Regexp) []string {
 		}
 		return dedupe(out)
 	case syntax.OpConcat:
-		// Adjacent literals join into one longer literal; then the child
-		// with the most selective set wins.
+		// Runs of children whose every match is one of a few known strings
+		// multiply into longer strings ("id_" then "rsa|dsa" gives "id_rsa"
+		// and "id_dsa"); then the most selective candidate wins.
 		var best []string
-		var run strings.Builder
+		var run []string // exact strings of the current run; nil: no run
 		flush := func() {
-			if run.Len() > 0 {
-				best = better(best, []string{run.String()})
-				run.Reset()
+			if run != nil && minLen(run) > 0 {
+				best = better(best, dedupe(run))
 			}
+			run = nil
 		}
 		for _, sub := range re.Sub {
-			if sub.Op == syntax.OpLiteral {
-				if s := literalSet(sub); s != nil {
-					run.WriteString(s[0])
+			if ex := exactSet(sub); ex != nil {
+				if run == nil {
+					run = []string{""}
+				}
+				if next := product(run, ex); next != nil {
+					run = next
 					continue
 				}
+				flush()
+				run = ex
+				continue
 			}
 			flush()
 			best = better(best, literalSet(sub))
@@ -89,8 +149,99 @@ func literalSet(re *syntax.Regexp) []string {
 	return nil
 }
 
-// better picks the more selective of two literal sets: the one whose
-// shortest string is longer, then the smaller one.
+// maxExact bounds the exact sets built from concatenations.
+const maxExact = 64
+
+// exactSet returns every string sub can match when they are few and known
+// (lower-cased ASCII), or nil. Empty-width assertions match "".
+func exactSet(re *syntax.Regexp) []string {
+	switch re.Op {
+	case syntax.OpEmptyMatch, syntax.OpWordBoundary, syntax.OpNoWordBoundary,
+		syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText:
+		return []string{""}
+	case syntax.OpLiteral:
+		if ls := literalSet(re); ls != nil {
+			return ls
+		}
+		return nil
+	case syntax.OpCapture:
+		return exactSet(re.Sub[0])
+	case syntax.OpQuest:
+		ex := exactSet(re.Sub[0])
+		if ex == nil {
+			return nil
+		}
+		return dedupe(append([]string{""}, ex...))
+	case syntax.OpPlus, syntax.OpStar:
+		// Normalized text never has two whitespace characters in a row, so
+		// \s+ matches exactly one, which the automaton reads as a space.
+		if isSpaceClass(re.Sub[0]) {
+			if re.Op == syntax.OpStar {
+				return []string{"", " "}
+			}
+			return []string{" "}
+		}
+		return nil
+	case syntax.OpCharClass:
+		if isSpaceClass(re) {
+			return []string{" "} // the automaton reads a newline as a space
+		}
+		var out []string
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
+				if r >= utf8.RuneSelf || len(out) >= 4 {
+					return nil
+				}
+				out = append(out, strings.ToLower(string(r)))
+			}
+		}
+		return dedupe(out)
+	case syntax.OpAlternate:
+		var out []string
+		for _, sub := range re.Sub {
+			ex := exactSet(sub)
+			if ex == nil {
+				return nil
+			}
+			out = append(out, ex...)
+			if len(out) > maxExact {
+				return nil
+			}
+		}
+		return dedupe(out)
+	case syntax.OpConcat:
+		run := []string{""}
+		for _, sub := range re.Sub {
+			ex := exactSet(sub)
+			if ex == nil {
+				return nil
+			}
+			if run = product(run, ex); run == nil {
+				return nil
+			}
+		}
+		return run
+	}
+	return nil
+}
+
+// product concatenates every string of a with every string of b, or nil
+// when that makes too many.
+func product(a, b []string) []string {
+	if len(a)*len(b) > maxExact {
+		return nil
+	}
+	out := make([]string, 0, len(a)*len(b))
+	for _, x := range a {
+		for _, y := range b {
+			out = append(out, x+y)
+		}
+	}
+	return dedupe(out)
+}
+
+// better picks the more selective of two literal sets: the one whose least
+// selective string scores higher (see selectivity), then the smaller one.
 func better(a, b []string) []string {
 	if a == nil {
 		return b
@@ -98,9 +249,9 @@ func better(a, b []string) []string {
 	if b == nil {
 		return a
 	}
-	ma, mb := minLen(a), minLen(b)
-	if ma != mb {
-		if ma > mb {
+	sa, sb := minLen(a), minLen(b)
+	if sa != sb {
+		if sa > sb {
 			return a
 		}
 		return b
@@ -109,6 +260,37 @@ func better(a, b []string) []string {
 		return b
 	}
 	return a
+}
+
+func setScore(xs []string) int {
+	m := -1
+	for _, x := range xs {
+		if s := selectivity(x); m < 0 || s < m {
+			m = s
+		}
+	}
+	return m
+}
+
+// selectivity estimates how rarely a literal occurs in ordinary text: its
+// length, except that a lone very common word ("to", "the", "user") counts
+// for nothing.
+func selectivity(s string) int {
+	if commonWord[strings.Trim(s, " \n'.,:;-")] {
+		return 0
+	}
+	return len(s)
+}
+
+// commonWord: words too frequent in tool descriptions to select on.
+var commonWord = map[string]bool{
+	"a": true, "an": true, "the": true, "to": true, "of": true, "in": true, "on": true, "at": true,
+	"by": true, "for": true, "with": true, "from": true, "into": true, "via": true, "as": true,
+	"and": true, "or": true, "is": true, "are": true, "be": true, "it": true, "this": true,
+	"that": true, "you": true, "your": true, "any": true, "all": true, "each": true, "every": true,
+	"not": true, "do": true, "if": true, "use": true, "get": true, "set": true, "list": true,
+	"user": true, "tool": true, "file": true, "data": true, "when": true, "can": true, "will": true,
+	"s": true, "t": true,
 }
 
 func minLen(xs []string) int {
@@ -131,4 +313,79 @@ func dedupe(xs []string) []string {
 		}
 	}
 	return out
+}
+
+// isSpaceClass reports a character class that matches the space and the
+// newline and nothing that is not whitespace (\s, [ \t\n], ...): in
+// normalized text it matches exactly " " or "\n".
+func isSpaceClass(re *syntax.Regexp) bool {
+	if re.Op != syntax.OpCharClass {
+		return false
+	}
+	space, nl := false, false
+	for i := 0; i+1 < len(re.Rune); i += 2 {
+		lo, hi := re.Rune[i], re.Rune[i+1]
+		for r := lo; r <= hi; r++ {
+			switch r {
+			case ' ':
+				space = true
+			case '\n':
+				nl = true
+			case '\t', '\r', '\v', '\f':
+			default:
+				return false
+			}
+		}
+	}
+	return space && nl
+}
+
+// unboundedRun is the length in characters assumed for an unbounded
+// repetition (\w+, .*?) when sizing windows: a single word or gap longer than
+// this is not followed.
+const unboundedRun = 64
+
+// maxMatchLen bounds the length in characters of a match of expr in
+// normalized text (where whitespace runs are one character), counting an
+// unbounded repetition as unboundedRun characters.
+func maxMatchLen(expr string) int {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return -1
+	}
+	return maxLen(re.Simplify())
+}
+
+func maxLen(re *syntax.Regexp) int {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return len(re.Rune)
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return 1
+	case syntax.OpCapture, syntax.OpQuest:
+		return maxLen(re.Sub[0])
+	case syntax.OpStar, syntax.OpPlus:
+		if isSpaceClass(re.Sub[0]) {
+			return 1
+		}
+		return max(unboundedRun, maxLen(re.Sub[0]))
+	case syntax.OpRepeat:
+		if re.Max < 0 {
+			return max(unboundedRun, re.Min*maxLen(re.Sub[0]))
+		}
+		return re.Max * maxLen(re.Sub[0])
+	case syntax.OpConcat:
+		n := 0
+		for _, sub := range re.Sub {
+			n += maxLen(sub)
+		}
+		return n
+	case syntax.OpAlternate:
+		n := 0
+		for _, sub := range re.Sub {
+			n = max(n, maxLen(sub))
+		}
+		return n
+	}
+	return 0
 }

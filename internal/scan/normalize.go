@@ -67,7 +67,7 @@ var confusable = map[rune]rune{
 // compatibility decomposition (NFKD, which includes NFKC's mapping of
 // full-width, mathematical and ligature forms) with combining marks dropped,
 // then confusables are mapped and all whitespace becomes a space (newlines
-// stay). Working per character keeps the map to raw offsets exact. For an
+// stay); a run of whitespace becomes one (a newline if it holds one). Working per character keeps the map to raw offsets exact. For an
 // identifier (a tool or property name), "_", "-", "." and a lower-to-upper
 // case change also separate words, so ignore_previous_instructions and
 // ignorePreviousInstructions read as the phrase they spell.
@@ -81,6 +81,16 @@ func normalize(s string, nt *normText, ident bool) {
 	b, lb := nt.norm[:0], nt.lower[:0]
 	st, en := nt.start[:0], nt.end[:0]
 	emit := func(c byte, i, j int) {
+		if (c == ' ' || c == '\n') && len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\n') {
+			// A run of whitespace reads as one separator: a newline if it
+			// holds one, else a space. Rules (and their literal gates)
+			// rely on never seeing two in a row.
+			if c == '\n' {
+				b[len(b)-1], lb[len(lb)-1] = '\n', '\n'
+			}
+			en[len(en)-1] = int32(j)
+			return
+		}
 		b = append(b, c)
 		if c >= 'A' && c <= 'Z' {
 			c += 'a' - 'A'

@@ -24,7 +24,7 @@ type ruleSpec struct {
 	Explanation string   `json:"explanation"`
 	On          string   `json:"on"` // "lower" (default), "cased" or "raw"
 	Check       string   `json:"check"`
-	In          string   `json:"in"` // "schema": only strings inside inputSchema or outputSchema
+	In          string   `json:"in"`     // "schema": only strings inside inputSchema or outputSchema
 	Except      []string `json:"except"` // paths where the rule does not apply, e.g. "instructions"
 	Keywords    []string `json:"keywords"`
 	Also        []string `json:"also"`
@@ -50,8 +50,9 @@ type Rule struct {
 	NoMatch     []string // examples that must not
 	patterns    []*regexp.Regexp
 	unless      []*regexp.Regexp
-	snip        []int // per pattern: index of the submatch "s", or 0
-	gate        []int // per pattern: its index among all gated patterns, or -1 when it always runs
+	snip        []int     // per pattern: index of the submatch "s", or 0
+	gates       [][]int32 // per pattern: its literal sets' gate numbers (none: it always runs)
+	reach       []int     // per pattern: longest match in bytes (maxMatchLen), for windows
 }
 
 type ruleSet struct {
@@ -62,7 +63,7 @@ type ruleSet struct {
 	always  []int   // indexes in text of rules without keywords
 	pre     *acMachine
 	checks  map[string]*Rule
-	npat    int // patterns gated by their required literals
+	npat    int // literal sets that gate patterns
 	nmarks  int // size of the marks slice candidates fills
 	loadErr error
 }
@@ -169,17 +170,14 @@ func compileRules(fsys fs.FS) *ruleSet {
 					kwRule = append(kwRule, markAlso(idx))
 				}
 				for pi, p := range sp.Patterns {
-					r.gate[pi] = -1
-					lits := requiredLiterals(p)
-					if r.On == "cased" || lits == nil {
-						continue
+					for _, lits := range requiredLiteralSets(p) {
+						r.gates[pi] = append(r.gates[pi], int32(set.npat))
+						for _, l := range lits {
+							kw = append(kw, l)
+							kwRule = append(kwRule, markPattern(set.npat))
+						}
+						set.npat++
 					}
-					r.gate[pi] = set.npat
-					for _, l := range lits {
-						kw = append(kw, l)
-						kwRule = append(kwRule, markPattern(set.npat))
-					}
-					set.npat++
 				}
 			}
 		}
@@ -260,7 +258,8 @@ func compileRule(category string, sp ruleSpec) (*Rule, error) {
 		}
 		r.patterns = append(r.patterns, re)
 		r.snip = append(r.snip, re.SubexpIndex("s"))
-		r.gate = append(r.gate, -1)
+		r.gates = append(r.gates, nil)
+		r.reach = append(r.reach, maxMatchLen(p))
 	}
 	for _, p := range sp.Unless {
 		re, err := regexp.Compile(p)
@@ -329,6 +328,11 @@ func newAC(words []string, outputs []int) *acMachine {
 			}
 		}
 	}
+	// A newline reads as a space: literal sets then need no newline
+	// variants (normalized text has one separator between words).
+	for s := range m.next {
+		m.next[s]['\n'] = m.next[s][' ']
+	}
 	return m
 }
 
@@ -348,13 +352,26 @@ func markRule(i int) int    { return 3 * i }
 func markAlso(i int) int    { return 3*i + 1 }
 func markPattern(j int) int { return 3*j + 2 }
 
-// candidates sets marks[k] for every output k of a keyword found in s.
-func (m *acMachine) candidates(s []byte, marks []bool) {
+// candidates sets marks[k] for every output k of a keyword found in s. With
+// hits not nil, it also records where the required literals of gated
+// patterns end, for running those patterns only near them in long texts.
+func (m *acMachine) candidates(s []byte, marks []bool, hits *[]litHit, counts []int32) {
 	st := int32(0)
 	for i := 0; i < len(s); i++ {
 		st = m.next[st][s[i]]
 		for _, r := range m.out[st] {
 			marks[r] = true
+			if hits != nil && r%3 == 2 && len(*hits) < maxLitHits {
+				*hits = append(*hits, litHit{gate: r / 3, end: int32(i + 1)})
+				counts[r/3]++
+			}
 		}
 	}
 }
+
+// litHit is where a literal of literal set gate ends.
+type litHit struct{ gate, end int32 }
+
+// maxLitHits bounds the recorded literal positions of one string; past it,
+// patterns run on the whole text.
+const maxLitHits = 1 << 17

@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -81,11 +82,10 @@ func TestLiteralGateSound(t *testing.T) {
 	for _, s := range texts {
 		normalize(s, &nt, false)
 		clear(marks)
-		set.pre.candidates(nt.lower, marks)
+		set.pre.candidates(nt.lower, marks, nil, nil)
 		for _, r := range set.text {
 			for pi, re := range r.patterns {
-				g := r.gate[pi]
-				if g < 0 {
+				if len(r.gates[pi]) == 0 {
 					continue
 				}
 				gated++
@@ -93,8 +93,8 @@ func TestLiteralGateSound(t *testing.T) {
 				if r.On == "cased" {
 					target = nt.norm
 				}
-				if re.Match(target) && !marks[markPattern(g)] {
-					t.Errorf("%s pattern %d matches %q but its literals %v were not seen", r.ID, pi, s, requiredLiterals(re.String()))
+				if re.Match(target) && !allMarked(marks, r.gates[pi]) {
+					t.Errorf("%s pattern %d matches %q but not all its literal sets %v were seen", r.ID, pi, s, requiredLiteralSets(re.String()))
 				}
 			}
 		}
@@ -106,17 +106,23 @@ func TestLiteralGateSound(t *testing.T) {
 
 func TestRequiredLiterals(t *testing.T) {
 	for expr, want := range map[string]string{
-		`\bbefore\s+calling`:               "calling",
-		`(?:before|prior\s+to)\s+x`:        "before,prior",
-		`(?:read|reads|reading)\s+~/\.ssh`: "~/.ssh",
-		`a?b*`:                             "",
-		`(?P<s>ignore|x*)`:                 "",
-		`(?i)SYSTEM\s+OVERRIDE`:            "override",
+		`\bbefore\s+calling`:                    "before calling",
+		`(?:before|prior)\s+x`:                  "before x,prior x",
+		`(?:read|reads)\s+~/\.ssh`:              "read ~/.ssh,reads ~/.ssh",
+		`\bid_(?:rsa|dsa)\b`:                    "id_rsa,id_dsa",
+		`a?b*`:                                  "",
+		`(?P<s>ignore|x*)`:                      "",
+		`(?i)SYSTEM\s+OVERRIDE`:                 "system override",
+		`send\s+\w+\s+to`:                       "send ",
+		`(?:[A-Z]{3,}\s+)+(?:NOTICE|ALERT)\s*:`: "notice:,notice :,alert:,alert :",
 	} {
 		got := strings.Join(requiredLiterals(expr), ",")
 		if got != want {
 			t.Errorf("%s: got %q, want %q", expr, got, want)
 		}
+	}
+	if got := fmt.Sprint(requiredLiteralSets(`\bsend\s+\w+\s+to\s+(?:http|ftp)://`)); got != "[[send ] [ to http://  to ftp://]]" {
+		t.Errorf("sets: %s", got)
 	}
 }
 

@@ -148,7 +148,9 @@ type scanner struct {
 	keepAll  bool // report findings that another one covers (tests of single rules)
 	noGate   bool // run every pattern of a candidate rule (tests of the literal gate)
 	collect  func(string)
-	marks    []bool // what the keyword automaton found in the current string
+	marks    []bool   // what the keyword automaton found in the current string
+	hits     []litHit // where required literals end in the current string (long ones)
+	counts   []int32  // hits per literal set
 	nt       normText
 	dec      *jsontext.Decoder // reused across items
 	rd       *bytes.Reader
@@ -445,7 +447,19 @@ func (sc *scanner) text(s string) {
 	for _, i := range set.always {
 		marks[markRule(i)] = true
 	}
-	set.pre.candidates(nt.lower, marks)
+	sc.hits = sc.hits[:0]
+	var hits *[]litHit
+	if len(nt.lower) > windowMin {
+		hits = &sc.hits
+	}
+	if hits != nil {
+		if len(sc.counts) < set.npat {
+			sc.counts = make([]int32, set.npat)
+		}
+		clear(sc.counts)
+	}
+	set.pre.candidates(nt.lower, marks, hits, sc.counts)
+	windows := hits != nil && len(sc.hits) < maxLitHits
 	for i, r := range set.text {
 		if !marks[markRule(i)] || (len(r.Also) > 0 && !marks[markAlso(i)]) || (r.In == "schema" && !inSchema(sc.pb)) || r.excepted(sc.pb) {
 			continue
@@ -458,7 +472,11 @@ func (sc *scanner) text(s string) {
 		if sc.noGate {
 			gate = nil
 		}
-		if a, b, ok := r.findSpan(target, gate); ok {
+		var near []litHit
+		if windows && !sc.noGate {
+			near = sc.hits
+		}
+		if a, b, ok := r.findSpan(target, gate, near, sc.counts); ok {
 			ra, rb := nt.rawSpan(a, b)
 			sc.addSpan(r, s, ra, rb)
 		}
@@ -486,19 +504,28 @@ func inSchema(path []byte) bool {
 
 // rawNeeds reports what the raw checks have to look at in s: special is a
 // character the raw rules are about (control, invisible, bidi, tag,
-// variation selector, private use); nonASCII is any character outside ASCII
+// variation selector, private use) or a long run of blank space; nonASCII is any character outside ASCII
 // (the mixed-script check). Plain ASCII text, most of what servers send,
 // skips them all.
 func rawNeeds(s string) (special, nonASCII bool) {
+	blank := 0 // length of the current run of spaces and newlines (padding)
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c == 0x7f || (c < 0x20 && c != '\n' && c != '\t') {
 				special = true
 			}
+			if c == ' ' || c == '\n' || c == '\t' {
+				if blank++; blank >= 12 {
+					special = true
+				}
+			} else {
+				blank = 0
+			}
 			i++
 			continue
 		}
+		blank = 0
 		nonASCII = true
 		r, n := utf8.DecodeRuneInString(s[i:])
 		if (r >= 0x80 && r < 0xa0) || invisible(r) || privateUse(r) || r == utf8.RuneError {
@@ -509,31 +536,153 @@ func rawNeeds(s string) (special, nonASCII bool) {
 	return special, nonASCII
 }
 
+// Long texts: a gated pattern runs only on windows of the text around the
+// places where one of its required literals occurs, reaching as many
+// characters to each side as its longest possible match (maxMatchLen; a window's start moves
+// back to a line or word start). Every match contains such a literal, so a
+// window holds every match that runs through it, except one with a word or
+// gap longer than unboundedRun bytes. The cost of the big patterns then
+// follows the places that could match, not the length of the text.
+const (
+	windowMin = 256  // texts up to this length are scanned whole
+	maxReach  = 2048 // patterns that can match more than this always read the whole text
+)
+
 // findSpan returns the span of the snippet of the rule's first match in s
-// that no "unless" pattern vetoes. With marks, a pattern whose required
-// literals are all absent from s is not run (it cannot match).
-func (r *Rule) findSpan(s []byte, marks []bool) (int, int, bool) {
-	for pi, re := range r.patterns {
-		if g := r.gate[pi]; marks != nil && g >= 0 && !marks[markPattern(g)] {
+// that no "unless" pattern vetoes. With marks, a pattern runs only when every
+// one of its literal sets has a string in s (else it cannot match); with
+// near, it runs only on windows around the hits of its rarest set.
+func (r *Rule) findSpan(s []byte, marks []bool, near []litHit, counts []int32) (int, int, bool) {
+	for pi := range r.patterns {
+		gates := r.gates[pi]
+		if marks != nil && !allMarked(marks, gates) {
 			continue
 		}
-		var ms [][]int
-		if m := re.FindSubmatchIndex(s); m == nil {
+		if near != nil && len(gates) > 0 && r.reach[pi] <= maxReach {
+			g := gates[0]
+			for _, h := range gates[1:] {
+				if counts[h] < counts[g] {
+					g = h
+				}
+			}
+			if a, b, ok := r.findInWindows(pi, s, g, near); ok {
+				return a, b, true
+			}
 			continue
-		} else if !r.vetoed(s[m[0]:m[1]]) {
-			ms = [][]int{m}
-		} else {
-			ms = re.FindAllSubmatchIndex(s, 8)
 		}
-		for _, m := range ms {
-			if r.vetoed(s[m[0]:m[1]]) {
-				continue
-			}
-			if g := r.snip[pi]; g > 0 && m[2*g] >= 0 {
-				return m[2*g], m[2*g+1], true
-			}
-			return m[0], m[1], true
+		if a, b, ok := r.matchIn(pi, s, 0); ok {
+			return a, b, true
 		}
+	}
+	return 0, 0, false
+}
+
+func allMarked(marks []bool, gates []int32) bool {
+	for _, g := range gates {
+		if !marks[markPattern(int(g))] {
+			return false
+		}
+	}
+	return true
+}
+
+// findInWindows runs pattern pi on the merged windows around the literal
+// hits of set g, in text order.
+func (r *Rule) findInWindows(pi int, s []byte, g int32, near []litHit) (int, int, bool) {
+	lo, hi := -1, -1
+	flush := func() (int, int, bool) {
+		if lo < 0 {
+			return 0, 0, false
+		}
+		return r.matchIn(pi, s[lo:hi], lo)
+	}
+	for _, h := range near {
+		if h.gate != g {
+			continue
+		}
+		a := windowStart(s, backChars(s, int(h.end), r.reach[pi]))
+		b := forwardChars(s, int(h.end), r.reach[pi])
+		if lo >= 0 && a <= hi {
+			hi = max(hi, b)
+			continue
+		}
+		if x, y, ok := flush(); ok {
+			return x, y, true
+		}
+		lo, hi = a, b
+	}
+	return flush()
+}
+
+// backChars returns the offset n characters before i (at most to 0).
+func backChars(s []byte, i, n int) int {
+	for ; n > 0 && i > 0; n-- {
+		i--
+		for i > 0 && s[i]&0xC0 == 0x80 {
+			i--
+		}
+	}
+	return i
+}
+
+// forwardChars returns the offset n characters after i (at most len(s)).
+func forwardChars(s []byte, i, n int) int {
+	for ; n > 0 && i < len(s); n-- {
+		i++
+		for i < len(s) && s[i]&0xC0 == 0x80 {
+			i++
+		}
+	}
+	return i
+}
+
+// windowStart moves a window's start back to the start of its line or, failing
+// that within a short distance, of its word, so anchors and \b see what they
+// would in the whole text.
+func windowStart(s []byte, a int) int {
+	if a <= 0 {
+		return 0
+	}
+	for k := a; k > 0 && a-k < 256; k-- {
+		if s[k-1] == '\n' {
+			return k
+		}
+	}
+	for k := a; k > 0 && a-k < 64; k-- {
+		if s[k-1] == ' ' {
+			return k
+		}
+	}
+	return a
+}
+
+// regexInput, when set (by tests), is told how many bytes each pattern
+// reads: the measure the literal gate and the windows are tuned by.
+var regexInput func(r *Rule, pi, n int)
+
+// matchIn runs pattern pi on t (which starts at offset off of the text) and
+// returns the snippet span of its first match that no "unless" vetoes.
+func (r *Rule) matchIn(pi int, t []byte, off int) (int, int, bool) {
+	if regexInput != nil {
+		regexInput(r, pi, len(t))
+	}
+	re := r.patterns[pi]
+	m := re.FindSubmatchIndex(t)
+	if m == nil {
+		return 0, 0, false
+	}
+	ms := [][]int{m}
+	if r.vetoed(t[m[0]:m[1]]) {
+		ms = re.FindAllSubmatchIndex(t, 8)
+	}
+	for _, m := range ms {
+		if r.vetoed(t[m[0]:m[1]]) {
+			continue
+		}
+		if g := r.snip[pi]; g > 0 && m[2*g] >= 0 {
+			return off + m[2*g], off + m[2*g+1], true
+		}
+		return off + m[0], off + m[1], true
 	}
 	return 0, 0, false
 }
