@@ -57,7 +57,7 @@ func requiredLiteralSets(expr string) [][]string {
 		if len(set) == 0 || len(set) > 256 || minLen(set) == 0 {
 			return
 		}
-		out = append(out, dedupe(set))
+		out = append(out, truncate(set))
 	}
 	var run []string
 	for _, p := range parts {
@@ -79,6 +79,22 @@ func requiredLiteralSets(expr string) [][]string {
 	}
 	add(run)
 	return out
+}
+
+// maxLiteral bounds the literals given to the automaton: a prefix of a
+// required literal is required too, and a dozen characters select as well
+// as the whole phrase while keeping the automaton small.
+const maxLiteral = 12
+
+func truncate(set []string) []string {
+	out := make([]string, 0, len(set))
+	for _, x := range set {
+		if len(x) > maxLiteral {
+			x = x[:maxLiteral]
+		}
+		out = append(out, x)
+	}
+	return dedupe(out)
 }
 
 // literalSet: nil means "no constraint known"; a set means one of its
@@ -343,7 +359,7 @@ func isSpaceClass(re *syntax.Regexp) bool {
 // unboundedRun is the length in characters assumed for an unbounded
 // repetition (\w+, .*?) when sizing windows: a single word or gap longer than
 // this is not followed.
-const unboundedRun = 64
+const unboundedRun = 32
 
 // maxMatchLen bounds the length in characters of a match of expr in
 // normalized text (where whitespace runs are one character), counting an

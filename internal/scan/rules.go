@@ -271,67 +271,78 @@ func compileRule(category string, sp ruleSpec) (*Rule, error) {
 	return r, nil
 }
 
-// acMachine is an Aho-Corasick automaton over the rules' keywords: one pass
-// over a string tells which rules can match, so the regular expressions of
-// the others never run. This is what keeps the whole set fast.
+// acMachine is an Aho-Corasick automaton over the rules' keywords and the
+// patterns' required literals: one pass over a string tells which rules and
+// patterns can match, so the regular expressions of the others never run.
+// This is what keeps the whole set fast. Bytes that occur in no keyword
+// share one class, which keeps the table small.
 type acMachine struct {
-	next [][256]int32
-	out  [][]int32 // marks (see markRule) of the keywords that end at this state
+	class [256]uint8 // byte -> column; 0 for bytes in no keyword
+	ncls  int
+	next  []int32   // state*ncls + class -> state
+	out   [][]int32 // marks (see markRule) of the keywords that end at each state
 }
 
 func newAC(words []string, outputs []int) *acMachine {
-	m := &acMachine{next: make([][256]int32, 1), out: make([][]int32, 1)}
-	for i := range m.next[0] {
-		m.next[0][i] = -1
-	}
-	for wi, w := range words {
-		s := int32(0)
+	m := &acMachine{ncls: 1}
+	for _, w := range words {
 		for k := 0; k < len(w); k++ {
-			c := w[k]
-			if m.next[s][c] < 0 {
-				m.next = append(m.next, [256]int32{})
-				m.out = append(m.out, nil)
-				n := int32(len(m.next) - 1)
-				for i := range m.next[n] {
-					m.next[n][i] = -1
-				}
-				m.next[s][c] = n
-			}
-			s = m.next[s][c]
-		}
-		m.out[s] = appendUnique(m.out[s], int32(outputs[wi]))
-	}
-	// Breadth-first: fill failure links into a complete transition table.
-	fail := make([]int32, len(m.next))
-	var queue []int32
-	for c := 0; c < 256; c++ {
-		if n := m.next[0][c]; n >= 0 {
-			fail[n] = 0
-			queue = append(queue, n)
-		} else {
-			m.next[0][c] = 0
-		}
-	}
-	for len(queue) > 0 {
-		s := queue[0]
-		queue = queue[1:]
-		for _, r := range m.out[fail[s]] {
-			m.out[s] = appendUnique(m.out[s], r)
-		}
-		for c := 0; c < 256; c++ {
-			n := m.next[s][c]
-			if n >= 0 {
-				fail[n] = m.next[fail[s]][c]
-				queue = append(queue, n)
-			} else {
-				m.next[s][c] = m.next[fail[s]][c]
+			if m.class[w[k]] == 0 {
+				m.class[w[k]] = uint8(m.ncls)
+				m.ncls++
 			}
 		}
 	}
 	// A newline reads as a space: literal sets then need no newline
 	// variants (normalized text has one separator between words).
-	for s := range m.next {
-		m.next[s]['\n'] = m.next[s][' ']
+	m.class['\n'] = m.class[' ']
+	newState := func() int32 {
+		for i := 0; i < m.ncls; i++ {
+			m.next = append(m.next, -1)
+		}
+		m.out = append(m.out, nil)
+		return int32(len(m.out) - 1)
+	}
+	newState()
+	for wi, w := range words {
+		st := int32(0)
+		for k := 0; k < len(w); k++ {
+			c := int32(m.class[w[k]])
+			if m.next[st*int32(m.ncls)+c] < 0 {
+				n := newState()
+				m.next[st*int32(m.ncls)+c] = n
+			}
+			st = m.next[st*int32(m.ncls)+c]
+		}
+		m.out[st] = appendUnique(m.out[st], int32(outputs[wi]))
+	}
+	// Breadth-first: fill failure links into a complete transition table.
+	nc := int32(m.ncls)
+	fail := make([]int32, len(m.out))
+	var queue []int32
+	for c := int32(0); c < nc; c++ {
+		if n := m.next[c]; n > 0 {
+			fail[n] = 0
+			queue = append(queue, n)
+		} else {
+			m.next[c] = 0
+		}
+	}
+	for len(queue) > 0 {
+		st := queue[0]
+		queue = queue[1:]
+		for _, r := range m.out[fail[st]] {
+			m.out[st] = appendUnique(m.out[st], r)
+		}
+		for c := int32(0); c < nc; c++ {
+			n := m.next[st*nc+c]
+			if n >= 0 {
+				fail[n] = m.next[fail[st]*nc+c]
+				queue = append(queue, n)
+			} else {
+				m.next[st*nc+c] = m.next[fail[st]*nc+c]
+			}
+		}
 	}
 	return m
 }
@@ -357,8 +368,9 @@ func markPattern(j int) int { return 3*j + 2 }
 // patterns end, for running those patterns only near them in long texts.
 func (m *acMachine) candidates(s []byte, marks []bool, hits *[]litHit, counts []int32) {
 	st := int32(0)
+	nc := int32(m.ncls)
 	for i := 0; i < len(s); i++ {
-		st = m.next[st][s[i]]
+		st = m.next[st*nc+int32(m.class[s[i]])]
 		for _, r := range m.out[st] {
 			marks[r] = true
 			if hits != nil && r%3 == 2 && len(*hits) < maxLitHits {
