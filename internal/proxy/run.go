@@ -154,6 +154,7 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	} else {
 		close(stderrDone)
 	}
+	r.startReplies()
 	go func() { r.pumpServer(); close(r.serverGone) }()
 	clientDone := make(chan struct{})
 	go func() { r.pumpClient(clientIn); close(clientDone) }()
@@ -191,8 +192,12 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	r.stopped.Store(true) // the client pump handles nothing more
 	r.mu.Lock()
 	r.draining = true
+	for _, q := range r.replies {
+		close(q)
+	}
 	r.mu.Unlock()
 	r.asyncs.Wait()
+	r.replyDone.Wait()
 	r.failPending(code)
 	if c, ok := clientIn.(io.Closer); ok {
 		_ = c.Close()
@@ -258,6 +263,9 @@ type run struct {
 	own          map[string]chan *jsonrpc.Message
 	stdinClosed  bool
 	draining     bool
+	replies      map[Direction]chan []byte // by the direction of what they answer
+	replyDone    sync.WaitGroup
+	dropped      int
 	serverGone   chan struct{}
 	asyncs       sync.WaitGroup
 	loggedClient bool
@@ -315,16 +323,53 @@ func (r *run) clientWriteFailed(err error) {
 	}
 }
 
-// replyLater answers the peer a pump reads from, from a goroutine the
-// session owns, so that the pump goes on reading.
+// replyQueue is how many answers to one peer may wait while it does not
+// read; beyond that they are dropped, so a peer that floods us with
+// requests it never reads answers to cannot make us hold them all.
+const replyQueue = 256
+
+// replyLater answers the peer a pump reads from through that peer's reply
+// queue, written by a goroutine of the session, so the pump goes on reading.
+// dir is the direction of the message being answered.
 func (r *run) replyLater(dir Direction, msg []byte) {
-	r.goAsync(func() {
-		if dir == ClientToServer {
+	r.mu.Lock()
+	if r.draining {
+		// The queues are closed; the session is ending anyway.
+		r.mu.Unlock()
+		return
+	}
+	first := false
+	select {
+	case r.replies[dir] <- msg:
+	default:
+		r.dropped++
+		first = r.dropped == 1
+	}
+	r.mu.Unlock()
+	if first {
+		r.logf("a peer is not reading the answers mcpcage sends it; dropping them")
+	}
+}
+
+// startReplies starts the writers of the two reply queues.
+func (r *run) startReplies() {
+	r.replies = map[Direction]chan []byte{
+		ClientToServer: make(chan []byte, replyQueue), // answers to the client
+		ServerToClient: make(chan []byte, replyQueue), // answers to the server
+	}
+	r.replyDone.Add(2)
+	go func() {
+		defer r.replyDone.Done()
+		for msg := range r.replies[ClientToServer] {
 			r.writeClient(msg, true)
-		} else {
+		}
+	}()
+	go func() {
+		defer r.replyDone.Done()
+		for msg := range r.replies[ServerToClient] {
 			r.writeServer(msg, true)
 		}
-	})
+	}()
 }
 
 // goAsync runs f on a goroutine the session owns and waits for before Run
