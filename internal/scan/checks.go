@@ -282,25 +282,29 @@ func (sc *scanner) checkCrossTool(nt *normText) {
 	if !descriptive(sc.pb) {
 		return
 	}
-	low := string(nt.lower)
-	for k := 0; k < len(low); {
-		if !nameByte(low[k]) {
+	lb := nt.lower
+	low := "" // made from lb once a name is found
+	for k := 0; k < len(lb); {
+		if !nameByte(lb[k]) {
 			k++
 			continue
 		}
 		e := k
-		for e < len(low) && nameByte(low[e]) {
+		for e < len(lb) && nameByte(lb[e]) {
 			e++
 		}
 		next := e
 		// A name ends before trailing punctuation ("see read_file.").
-		for e > k && (low[e-1] == '.' || low[e-1] == '-') {
+		for e > k && (lb[e-1] == '.' || lb[e-1] == '-') {
 			e--
 		}
-		sib, ok := sc.siblings[low[k:e]]
+		sib, ok := sc.siblings[string(lb[k:e])]
 		if !ok || sib.name == sc.self || (sc.self != "" && strings.EqualFold(sib.name, sc.self)) {
 			k = next
 			continue
+		}
+		if low == "" {
+			low = string(lb)
 		}
 		// A one-word name ("search") is only a tool when the text says so.
 		if !strings.ContainsAny(sib.lower, "_-.") && !isCamel(sib.name) && !namedAsTool(low, k, e) {

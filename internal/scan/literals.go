@@ -28,11 +28,27 @@ func requiredLiterals(expr string) []string {
 	return set
 }
 
+// litSet is a set of literals of which every match of a pattern contains
+// one, and how far a match can reach from the end of such a literal, in
+// characters: before it (to the match's start) and after it.
+type litSet struct {
+	strs          []string
+	before, after int
+}
+
 // requiredLiteralSets returns several independent sets, each of which has a
 // string in every match: one per part of the expression's top-level
 // concatenation that has one (or the single set of requiredLiterals). A
 // pattern can only match text that holds a string of every set.
 func requiredLiteralSets(expr string) [][]string {
+	var out [][]string
+	for _, ls := range literalSets(expr) {
+		out = append(out, ls.strs)
+	}
+	return out
+}
+
+func literalSets(expr string) []litSet {
 	re, err := syntax.Parse(expr, syntax.Perl)
 	if err != nil {
 		return nil
@@ -52,32 +68,43 @@ func requiredLiteralSets(expr string) [][]string {
 		}
 	}
 	flatten(re.Simplify())
-	var out [][]string
-	add := func(set []string) {
+	// prefix[i]: the longest the first i parts can match together.
+	prefix := make([]int, len(parts)+1)
+	for i, p := range parts {
+		prefix[i+1] = prefix[i] + maxLen(p)
+	}
+	total := prefix[len(parts)]
+	var out []litSet
+	add := func(set []string, i, j int) { // set found in parts i..j
 		if len(set) == 0 || len(set) > 256 || minLen(set) == 0 {
 			return
 		}
-		out = append(out, truncate(set))
+		out = append(out, litSet{strs: truncate(set), before: prefix[j+1], after: total - prefix[i]})
 	}
 	var run []string
-	for _, p := range parts {
+	runStart := 0
+	for k, p := range parts {
 		if ex := exactSet(p); ex != nil {
 			if run == nil {
-				run = []string{""}
+				run, runStart = []string{""}, k
 			}
 			if next := product(run, ex); next != nil {
 				run = next
 				continue
 			}
-			add(run)
-			run = ex
+			add(run, runStart, k-1)
+			run, runStart = ex, k
 			continue
 		}
-		add(run)
+		if run != nil {
+			add(run, runStart, k-1)
+		}
 		run = nil
-		add(literalSet(p))
+		add(literalSet(p), k, k)
 	}
-	add(run)
+	if run != nil {
+		add(run, runStart, len(parts)-1)
+	}
 	return out
 }
 

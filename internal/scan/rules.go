@@ -63,8 +63,10 @@ type ruleSet struct {
 	always  []int   // indexes in text of rules without keywords
 	pre     *acMachine
 	checks  map[string]*Rule
-	npat    int // literal sets that gate patterns
-	nmarks  int // size of the marks slice candidates fills
+	npat    int   // literal sets that gate patterns
+	before  []int // per literal set: how far a match reaches before a literal's end
+	after   []int // and after it
+	nmarks  int   // size of the marks slice candidates fills
 	loadErr error
 }
 
@@ -170,9 +172,11 @@ func compileRules(fsys fs.FS) *ruleSet {
 					kwRule = append(kwRule, markAlso(idx))
 				}
 				for pi, p := range sp.Patterns {
-					for _, lits := range requiredLiteralSets(p) {
+					for _, ls := range literalSets(p) {
 						r.gates[pi] = append(r.gates[pi], int32(set.npat))
-						for _, l := range lits {
+						set.before = append(set.before, ls.before)
+						set.after = append(set.after, ls.after)
+						for _, l := range ls.strs {
 							kw = append(kw, l)
 							kwRule = append(kwRule, markPattern(set.npat))
 						}

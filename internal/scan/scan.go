@@ -151,6 +151,8 @@ type scanner struct {
 	marks    []bool   // what the keyword automaton found in the current string
 	hits     []litHit // where required literals end in the current string (long ones)
 	counts   []int32  // hits per literal set
+	byGate   hitIndex // hits grouped by literal set
+	fill     []int32
 	nt       normText
 	dec      *jsontext.Decoder // reused across items
 	rd       *bytes.Reader
@@ -460,6 +462,9 @@ func (sc *scanner) text(s string) {
 	}
 	set.pre.candidates(nt.lower, marks, hits, sc.counts)
 	windows := hits != nil && len(sc.hits) < maxLitHits
+	if windows {
+		sc.bucketHits(set.npat)
+	}
 	for i, r := range set.text {
 		if !marks[markRule(i)] || (len(r.Also) > 0 && !marks[markAlso(i)]) || (r.In == "schema" && !inSchema(sc.pb)) || r.excepted(sc.pb) {
 			continue
@@ -472,11 +477,11 @@ func (sc *scanner) text(s string) {
 		if sc.noGate {
 			gate = nil
 		}
-		var near []litHit
+		var near *hitIndex
 		if windows && !sc.noGate {
-			near = sc.hits
+			near = &sc.byGate
 		}
-		if a, b, ok := r.findSpan(target, gate, near, sc.counts); ok {
+		if a, b, ok := r.findSpan(target, gate, near, sc.counts, set); ok {
 			ra, rb := nt.rawSpan(a, b)
 			sc.addSpan(r, s, ra, rb)
 		}
@@ -552,20 +557,20 @@ const (
 // that no "unless" pattern vetoes. With marks, a pattern runs only when every
 // one of its literal sets has a string in s (else it cannot match); with
 // near, it runs only on windows around the hits of its rarest set.
-func (r *Rule) findSpan(s []byte, marks []bool, near []litHit, counts []int32) (int, int, bool) {
+func (r *Rule) findSpan(s []byte, marks []bool, near *hitIndex, counts []int32, set *ruleSet) (int, int, bool) {
 	for pi := range r.patterns {
 		gates := r.gates[pi]
 		if marks != nil && !allMarked(marks, gates) {
 			continue
 		}
-		if near != nil && len(gates) > 0 && r.reach[pi] <= maxReach {
+		if near != nil && len(gates) > 0 && r.reach[pi] <= maxReach && set != nil {
 			g := gates[0]
 			for _, h := range gates[1:] {
 				if counts[h] < counts[g] {
 					g = h
 				}
 			}
-			if a, b, ok := r.findInWindows(pi, s, g, near); ok {
+			if a, b, ok := r.findInWindows(pi, s, g, near, set.before[g], set.after[g]); ok {
 				return a, b, true
 			}
 			continue
@@ -587,8 +592,9 @@ func allMarked(marks []bool, gates []int32) bool {
 }
 
 // findInWindows runs pattern pi on the merged windows around the literal
-// hits of set g, in text order.
-func (r *Rule) findInWindows(pi int, s []byte, g int32, near []litHit) (int, int, bool) {
+// hits of set g, in text order: from before characters ahead of a hit's end
+// to after characters past it.
+func (r *Rule) findInWindows(pi int, s []byte, g int32, near *hitIndex, before, after int) (int, int, bool) {
 	lo, hi := -1, -1
 	flush := func() (int, int, bool) {
 		if lo < 0 {
@@ -596,12 +602,9 @@ func (r *Rule) findInWindows(pi int, s []byte, g int32, near []litHit) (int, int
 		}
 		return r.matchIn(pi, s[lo:hi], lo)
 	}
-	for _, h := range near {
-		if h.gate != g {
-			continue
-		}
-		a := windowStart(s, backChars(s, int(h.end), r.reach[pi]))
-		b := forwardChars(s, int(h.end), r.reach[pi])
+	for _, end := range near.of(g) {
+		a := windowStart(s, backChars(s, int(end), before))
+		b := forwardChars(s, int(end), after)
 		if lo >= 0 && a <= hi {
 			hi = max(hi, b)
 			continue
@@ -612,6 +615,41 @@ func (r *Rule) findInWindows(pi int, s []byte, g int32, near []litHit) (int, int
 		lo, hi = a, b
 	}
 	return flush()
+}
+
+// hitIndex holds the literal hits of one string grouped by literal set, in
+// text order within each set.
+type hitIndex struct {
+	start []int32 // start[g]..start[g+1] index ends of set g
+	ends  []int32
+}
+
+func (x *hitIndex) of(g int32) []int32 { return x.ends[x.start[g]:x.start[g+1]] }
+
+// bucketHits groups sc.hits by literal set (a counting sort; sc.counts holds
+// the sizes).
+func (sc *scanner) bucketHits(n int) {
+	x := &sc.byGate
+	if cap(x.start) < n+1 {
+		x.start = make([]int32, n+1)
+	}
+	x.start = x.start[:n+1]
+	sum := int32(0)
+	for g := 0; g < n; g++ {
+		x.start[g] = sum
+		sum += sc.counts[g]
+	}
+	x.start[n] = sum
+	if cap(x.ends) < int(sum) {
+		x.ends = make([]int32, sum)
+	}
+	x.ends = x.ends[:sum]
+	fill := append(sc.fill[:0], x.start[:n]...)
+	for _, h := range sc.hits {
+		x.ends[fill[h.gate]] = h.end
+		fill[h.gate]++
+	}
+	sc.fill = fill
 }
 
 // backChars returns the offset n characters before i (at most to 0).
