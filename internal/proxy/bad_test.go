@@ -315,3 +315,14 @@ func TestIDsMatchedByValue(t *testing.T) {
 		t.Errorf("policy saw responses to %v, want [initialize hang emit]", answered)
 	}
 }
+
+func TestTooManyPending(t *testing.T) {
+	c, _ := rawSession(t, Config{})
+	var b strings.Builder
+	for i := 1; i <= maxPending; i++ {
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"hang"}`+"\n", i)
+	}
+	b.WriteString(`{"jsonrpc":"2.0","id":"one-too-many","method":"hang"}`)
+	c.send(b.String())
+	c.expect(`"id":"one-too-many"`, "4096 requests are already waiting for the server")
+}

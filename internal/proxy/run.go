@@ -323,6 +323,10 @@ func (r *run) clientWriteFailed(err error) {
 	}
 }
 
+// maxPending bounds the requests each peer may have waiting for the other:
+// the proxy remembers each one (with its params) until it is answered.
+const maxPending = 4096
+
 // replyQueue is how many answers to one peer may wait while it does not
 // read; beyond that they are dropped, so a peer that floods us with
 // requests it never reads answers to cannot make us hold them all.
@@ -512,9 +516,13 @@ func (r *run) admitClientRequest(m *jsonrpc.Message) []byte {
 	key := m.ID.Key()
 	r.mu.Lock()
 	_, dup := r.pendingC2S[key]
+	full := len(r.pendingC2S) >= maxPending
 	r.mu.Unlock()
 	if dup {
 		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, "mcpcage: a request with this id is still pending", nil)
+	}
+	if full {
+		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("mcpcage: %d requests are already waiting for the server", maxPending), nil)
 	}
 	if v, ok := metaVersion(m.Params); ok {
 		if !KnownVersion(v) {
@@ -629,10 +637,16 @@ func (r *run) serverLine(line []byte) {
 		key := m.ID.Key()
 		r.mu.Lock()
 		_, dup := r.pendingS2C[key]
+		full := len(r.pendingS2C) >= maxPending
 		r.mu.Unlock()
 		if dup {
 			r.logf("refused a server request whose id is still pending")
 			r.replyLater(ServerToClient, jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, "mcpcage: a request with this id is still pending", nil))
+			return
+		}
+		if full {
+			r.logf("refused a server request: %d of its requests are already waiting for the client", maxPending)
+			r.replyLater(ServerToClient, jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, "mcpcage: too many requests waiting for the client", nil))
 			return
 		}
 	case jsonrpc.KindNotification:
