@@ -168,7 +168,7 @@ func (p *parser) parse(line []byte) (*Message, error) {
 			return nil, err
 		}
 		if n, ok := nearMiss(name, topNames); ok {
-			return nil, invalid("member %q must be spelled %q", name, n)
+			return nil, invalid("member %q must be spelled %q", shortName(name), n)
 		}
 		switch string(name) {
 		case "jsonrpc":
@@ -301,7 +301,7 @@ func (p *parser) errorObject(line []byte) (*Error, error) {
 			return nil, err
 		}
 		if n, ok := nearMiss(name, errorNames); ok {
-			return nil, invalid("member %q must be spelled %q", name, n)
+			return nil, invalid("member %q must be spelled %q", shortName(name), n)
 		}
 		switch string(name) {
 		case "code":
@@ -410,6 +410,19 @@ func (p *parser) readName() ([]byte, error) {
 	return name, p.addName(name)
 }
 
+// shortName keeps a peer-chosen name short in an error message, which goes
+// back to the peer and into mcpcage's log.
+func shortName(b []byte) string {
+	if len(b) <= 40 {
+		return string(b)
+	}
+	b = b[:40]
+	for len(b) > 0 && !utf8.Valid(b) { // do not cut a character in two
+		b = b[:len(b)-1]
+	}
+	return string(b) + "..."
+}
+
 func (p *parser) pop() {
 	p.names = p.names[:len(p.names)-1]
 	p.folds = p.folds[:len(p.folds)-1]
@@ -425,14 +438,14 @@ func (p *parser) addName(name []byte) error {
 	if f := p.folds[i]; f != nil {
 		k := foldKey(string(name))
 		if _, dup := f[k]; dup {
-			return invalid("member names that differ only in case: %q", name)
+			return invalid("member names that differ only in case: %q", shortName(name))
 		}
 		f[k] = struct{}{}
 		return nil
 	}
 	for _, n := range names {
 		if bytes.EqualFold(n, name) {
-			return invalid("member names that differ only in case: %q and %q", n, name)
+			return invalid("member names that differ only in case: %q and %q", shortName(n), shortName(name))
 		}
 	}
 	names = append(names, name)

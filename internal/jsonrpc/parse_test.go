@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -168,6 +170,36 @@ func TestBuilders(t *testing.T) {
 	} {
 		if _, err := Parse(b); err != nil {
 			t.Errorf("builder output %s does not parse: %v", b, err)
+		}
+	}
+}
+
+// TestVectors: testdata/good_* must parse and keep their exact bytes;
+// testdata/fail_* must be refused. Adding a case is adding a file.
+func TestVectors(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no vectors: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Parse(b)
+		switch name := filepath.Base(f); {
+		case strings.HasPrefix(name, "good_"):
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+			} else if !bytes.Equal(m.Raw, b) {
+				t.Errorf("%s: Raw changed", name)
+			}
+		case strings.HasPrefix(name, "fail_"):
+			if err == nil {
+				t.Errorf("%s: accepted", name)
+			}
+		default:
+			t.Errorf("%s: name must start with good_ or fail_", name)
 		}
 	}
 }
