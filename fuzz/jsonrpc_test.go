@@ -2,6 +2,8 @@ package fuzz
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"errors"
 	"io"
 	"strings"
@@ -32,6 +34,12 @@ var parseSeeds = []string{
 func FuzzParse(f *testing.F) {
 	for _, s := range parseSeeds {
 		f.Add([]byte(s))
+	}
+	vectors, _ := filepath.Glob("../internal/jsonrpc/testdata/*.json")
+	for _, v := range vectors {
+		if b, err := os.ReadFile(v); err == nil {
+			f.Add(b)
+		}
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		m, err := jsonrpc.Parse(line)
