@@ -2,10 +2,10 @@ package fuzz
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
