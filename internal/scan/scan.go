@@ -428,7 +428,7 @@ func (sc *scanner) text(s string) {
 		s = s[:maxStringBytes]
 	}
 	set := sc.set
-	if special, nonASCII := rawNeeds(s); special || nonASCII {
+	if special, lookalike := rawNeeds(s); special || lookalike {
 		if special {
 			for _, r := range set.raw {
 				if a, b, ok := r.findSpanString(s); ok {
@@ -438,7 +438,7 @@ func (sc *scanner) text(s string) {
 			sc.checkTags(s)
 			sc.checkBidi(s)
 		}
-		if nonASCII {
+		if lookalike {
 			sc.checkMixedScript(s)
 		}
 	}
@@ -509,10 +509,10 @@ func inSchema(path []byte) bool {
 
 // rawNeeds reports what the raw checks have to look at in s: special is a
 // character the raw rules are about (control, invisible, bidi, tag,
-// variation selector, private use) or a long run of blank space; nonASCII is any character outside ASCII
-// (the mixed-script check). Plain ASCII text, most of what servers send,
-// skips them all.
-func rawNeeds(s string) (special, nonASCII bool) {
+// variation selector, private use) or a long run of blank space; lookalike
+// is a letter of another script that looks like a Latin one (the
+// mixed-script check). Plain text, most of what servers send, skips them all.
+func rawNeeds(s string) (special, lookalike bool) {
 	blank := 0 // length of the current run of spaces and newlines (padding)
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -531,14 +531,16 @@ func rawNeeds(s string) (special, nonASCII bool) {
 			continue
 		}
 		blank = 0
-		nonASCII = true
 		r, n := utf8.DecodeRuneInString(s[i:])
+		if _, ok := confusable[r]; ok {
+			lookalike = true
+		}
 		if (r >= 0x80 && r < 0xa0) || invisible(r) || privateUse(r) || r == utf8.RuneError {
 			return true, true
 		}
 		i += n
 	}
-	return special, nonASCII
+	return special, lookalike
 }
 
 // Long texts: a gated pattern runs only on windows of the text around the
