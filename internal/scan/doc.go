@@ -24,7 +24,7 @@
 // the ASCII they encode, everything else gets its compatibility decomposition
 // (NFKD, which includes NFKC's mappings) without combining marks, letters of
 // other scripts that look like Latin ones are mapped to them, and whitespace
-// becomes a space (newlines stay). Rules read this text in lower case
+// becomes a space (newlines stay), a run of it one character. Rules read this text in lower case
 // ("on": "lower", the default) or with case kept ("on": "cased"). So
 // "d<U+200B>o not tell the user" and "DO NOT TELL THE USER" match the same
 // rule. Snippets always show the raw text, made visible (Visible).
@@ -63,6 +63,10 @@
 // one of the literals that every match of it must contain, which the scanner
 // derives from the regular expression itself (TestLiteralGateSound and
 // TestLiteralGateRandom check that this never hides a match).
+//
+// In a text longer than 256 characters, a pattern runs only on windows around
+// the occurrences of its rarest literal set, reaching as far as its longest
+// possible match (an unbounded repetition counted as 32 characters).
 //
 // A rule reports at most one finding per string. Findings come ordered by
 // the order their paths were first seen, then by severity, highest first.
