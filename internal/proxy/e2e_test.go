@@ -195,6 +195,10 @@ func exercise(t *testing.T, transport mcp.Transport, version string, settle func
 	}
 	p := &mcp.CallToolParams{Name: "work"}
 	p.SetProgressToken("tok-1")
+	if version >= "2026-07-28" {
+		// The stateless era sets the log level per request.
+		p.Meta["io.modelcontextprotocol/logLevel"] = "debug"
+	}
 	if got := text(cs.CallTool(ctx, p)); got != "done" {
 		t.Errorf("work = %q", got)
 	}
@@ -228,6 +232,20 @@ func exercise(t *testing.T, transport mcp.Transport, version string, settle func
 	// Let the server's last notifications arrive before the session closes.
 	if err := cs.Ping(ctx, nil); err != nil {
 		t.Errorf("ping: %v", err)
+	}
+	// Notifications reach the client's handlers on their own schedule.
+	want := []string{"progress:step 1", "progress:step 2", "progress:step 3", "log:working"}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		got := strings.Join(seen, ",")
+		mu.Unlock()
+		if got == strings.Join(want, ",") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the client's handlers saw %s, want %s", got, strings.Join(want, ","))
+			break
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -55,7 +55,7 @@ func TestTranscriptIdentical(t *testing.T) {
 			if d := firstDiff(r1, r2); d != "" {
 				t.Errorf("the client received different bytes through the proxy: %s", d)
 			}
-			for _, want := range []string{"sampling/createMessage", "elicitation/create", "roots/list", "notifications/progress", "notifications/cancelled", "prompts/get", "resources/read"} {
+			for _, want := range []string{"sampling/createMessage", "elicitation/create", "roots/list", "notifications/progress", "notifications/message", "notifications/cancelled", "prompts/get", "resources/read"} {
 				if version >= "2026" && (want == "sampling/createMessage" || want == "elicitation/create" || want == "roots/list") {
 					want = "inputRequests"
 				}
