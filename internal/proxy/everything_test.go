@@ -215,6 +215,13 @@ func exerciseEverything(t *testing.T, transport mcp.Transport, settle func(), lo
 	if pr, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "args-prompt", Arguments: map[string]string{"city": "Lyon"}}); err != nil || !strings.Contains(pr.Messages[0].Content.(*mcp.TextContent).Text, "Lyon") {
 		t.Errorf("prompts/get: %v", err)
 	}
+	comp, err := cs.Complete(ctx, &mcp.CompleteParams{
+		Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: "completable-prompt"},
+		Argument: mcp.CompleteParamsArgument{Name: "department", Value: "E"},
+	})
+	if err != nil || len(comp.Completion.Values) == 0 {
+		t.Errorf("completion/complete: %v", err)
+	}
 	resources, err := cs.ListResources(ctx, nil)
 	if err != nil || len(resources.Resources) == 0 {
 		t.Fatalf("resources/list: %v", err)
