@@ -393,7 +393,7 @@ func init() {
 	}
 }
 
-// TestRunSignalRemovesCage: SIGTERM or SIGINT to mcpcage ends the session and
+// TestRunSignalRemovesCage: SIGTERM, SIGINT or SIGHUP to mcpcage ends the session and
 // removes the container, children included.
 func TestRunSignalRemovesCage(t *testing.T) {
 	ctx := context.Background()
@@ -405,7 +405,7 @@ func TestRunSignalRemovesCage(t *testing.T) {
 	if _, err := cagetest.BuildProbeImage(ctx, cli); err != nil {
 		t.Fatal(err)
 	}
-	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
+	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt, syscall.SIGHUP} {
 		dir := stateDir(t)
 		cmd := exec.Command("mcpcage", "run", "--image", cagetest.ProbeImage)
 		cmd.Env = testEnv(dir)

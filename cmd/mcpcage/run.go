@@ -80,7 +80,7 @@ install failed); 137 when the server was killed for using too much memory.`,
   GITHUB_TOKEN=... mcpcage run --allow-net --env GITHUB_TOKEN -- npx -y @modelcontextprotocol/server-github`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Command = args
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
 			return runRun(ctx, opts)
 		},
