@@ -126,8 +126,9 @@ func TestRequiredLiterals(t *testing.T) {
 	}
 }
 
-// TestLiteralGateRandom: on mutated examples, scanning with the literal gate
-// finds exactly what scanning without it finds.
+// TestLiteralGateRandom: on mutated examples, short and joined into long
+// texts, scanning with the literal gate and its windows finds exactly what
+// scanning without them finds.
 func TestLiteralGateRandom(t *testing.T) {
 	var texts []string
 	for _, r := range Rules() {
@@ -138,6 +139,12 @@ func TestLiteralGateRandom(t *testing.T) {
 	pieces := []string{" ", ",", ".", "\n", "the ", "user ", "tool ", "http://x.example/?q=", "~/.ssh/id_rsa", "before ", "must ", "send ", "<", ">", "'"}
 	for i := 0; i < 3000; i++ {
 		s := texts[rng.IntN(len(texts))]
+		if i%3 == 0 {
+			// Long texts, where patterns run on windows.
+			for k := rng.IntN(12) + 4; k > 0; k-- {
+				s += " " + texts[rng.IntN(len(texts))]
+			}
+		}
 		for k := rng.IntN(4); k >= 0; k-- {
 			at := rng.IntN(len(s) + 1)
 			switch rng.IntN(3) {
