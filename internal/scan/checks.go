@@ -284,6 +284,7 @@ func (sc *scanner) checkCrossTool(nt *normText) {
 	}
 	lb := nt.lower
 	low := "" // made from lb once a name is found
+	var ms []mention
 	for k := 0; k < len(lb); {
 		if !nameByte(lb[k]) {
 			k++
@@ -307,33 +308,68 @@ func (sc *scanner) checkCrossTool(nt *normText) {
 			low = string(lb)
 		}
 		// A one-word name ("search") is only a tool when the text says so.
-		if !strings.ContainsAny(sib.lower, "_-.") && !isCamel(sib.name) && !namedAsTool(low, k, e) {
-			k = next
-			continue
-		}
-		a, b := sentence(low, k, e)
-		qa, qb := k, e
-		for qa > a && strings.ContainsRune("`'\"", rune(low[qa-1])) {
-			qa--
-		}
-		for qb < b && strings.ContainsRune("`'\"", rune(low[qb])) {
-			qb++
-		}
-		sent := low[a:qa] + "@t" + low[qb:b]
-		ra, rb := nt.rawSpan(k, e)
-		for _, re := range crossToolOrders {
-			if re.MatchString(sent) {
-				sc.addSpan(sc.set.checks["cross-tool"], nt.raw, ra, rb)
-				return
-			}
-		}
-		for _, re := range crossToolPrefer {
-			if re.MatchString(sent) {
-				sc.addSpan(sc.set.checks["cross-tool-prefer"], nt.raw, ra, rb)
-			}
+		if strings.ContainsAny(sib.lower, "_-.") || isCamel(sib.name) || namedAsTool(low, k, e) {
+			ms = append(ms, mention{k, e})
 		}
 		k = next
 	}
+	// Each sentence is read once, with every other tool it names replaced
+	// by "@t"; a finding names the first of them that the order is about.
+	for i := 0; i < len(ms); {
+		a, b := sentence(low, ms[i].k, ms[i].e)
+		j := i
+		for j < len(ms) && ms[j].k < b {
+			j++
+		}
+		var sb strings.Builder
+		at := a
+		var marks []int // offsets of "@t" in the sentence, per mention
+		for _, m := range ms[i:j] {
+			qa, qb := m.k, m.e
+			for qa > at && strings.ContainsRune("`'\"", rune(low[qa-1])) {
+				qa--
+			}
+			for qb < b && strings.ContainsRune("`'\"", rune(low[qb])) {
+				qb++
+			}
+			sb.WriteString(low[at:qa])
+			marks = append(marks, sb.Len())
+			sb.WriteString("@t")
+			at = qb
+		}
+		sb.WriteString(low[at:b])
+		sent := sb.String()
+		if m, ok := crossMatch(crossToolOrders, sent, marks); ok {
+			ra, rb := nt.rawSpan(ms[i+m].k, ms[i+m].e)
+			sc.addSpan(sc.set.checks["cross-tool"], nt.raw, ra, rb)
+			return
+		}
+		if m, ok := crossMatch(crossToolPrefer, sent, marks); ok {
+			ra, rb := nt.rawSpan(ms[i+m].k, ms[i+m].e)
+			sc.addSpan(sc.set.checks["cross-tool-prefer"], nt.raw, ra, rb)
+		}
+		i = j
+	}
+}
+
+type mention struct{ k, e int }
+
+// crossMatch returns which mention (by its "@t" offset in marks) the first
+// matching order is about.
+func crossMatch(res []*regexp.Regexp, sent string, marks []int) (int, bool) {
+	for _, re := range res {
+		loc := re.FindStringIndex(sent)
+		if loc == nil {
+			continue
+		}
+		for mi, off := range marks {
+			if off >= loc[0] && off < loc[1] {
+				return mi, true
+			}
+		}
+		return 0, true
+	}
+	return 0, false
 }
 
 func nameByte(c byte) bool { return wordByte(c) || c == '-' || c == '.' }
