@@ -565,4 +565,26 @@ func TestEscapeThroughRun(t *testing.T) {
 			t.Errorf("ESCAPE through mcpcage run: %s %s: %s\n%s", p.check, p.target, out, stderr.String())
 		}
 	}
+	cs.Close()
+
+	// Mounting a folder that holds $MCPCAGE_HOME does not show mcpcage's
+	// state (pins, audit, other servers' HOMEs).
+	other := filepath.Join(dir, "mcpcage", "servers", "other", "home")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Readable by the cage's user, as they are when mcpcage runs as the user
+	// (the server then has the user's uid): only the mask may stop the read.
+	for p := other; p != dir; p = filepath.Dir(p) {
+		os.Chmod(p, 0o755)
+	}
+	os.WriteFile(filepath.Join(other, "token"), []byte("another server's secret"), 0o644)
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("visible"), 0o644)
+	cs2, stderr2 := caged(t, dir, nil, "--mount", dir, "--image", cagetest.ProbeImage)
+	if out, _ := call(t, cs2, "probe", map[string]any{"check": "read", "target": filepath.Join(other, "token")}); !strings.Contains(out, `"escaped":false`) {
+		t.Errorf("ESCAPE: mcpcage's state shows through a mounted parent folder: %s\n%s", out, stderr2.String())
+	}
+	if out, _ := call(t, cs2, "probe", map[string]any{"check": "read", "target": filepath.Join(dir, "notes.txt")}); !strings.Contains(out, `"escaped":true`) {
+		t.Errorf("the mounted folder itself should be readable: %s", out)
+	}
 }

@@ -72,13 +72,17 @@ type Spec struct {
 	WorkingDir string   // "": the image's
 	Env        []string // NAME=VALUE; HOME is set by the cage
 	Mounts     []Mount
-	Home       string // host folder mounted read-write as HOME; "" for none
-	AllowNet   bool
-	Memory     int64   // bytes; 0 = DefaultMemory
-	Pids       int64   // 0 = DefaultPids
-	CPUs       float64 // 0 = DefaultCPUs
-	TmpSize    int64   // bytes; 0 = DefaultTmpSize
-	Session    string  // session id for the labels; "" = random
+	// Masks are container paths hidden under an empty read-only tmpfs: the
+	// parts of a mounted folder the server must not see (mcpcage's own
+	// state when the user mounts a folder that holds it). See MasksFor.
+	Masks    []string
+	Home     string // host folder mounted read-write as HOME; "" for none
+	AllowNet bool
+	Memory   int64   // bytes; 0 = DefaultMemory
+	Pids     int64   // 0 = DefaultPids
+	CPUs     float64 // 0 = DefaultCPUs
+	TmpSize  int64   // bytes; 0 = DefaultTmpSize
+	Session  string  // session id for the labels; "" = random
 	// Log receives the cage's own hints (a write to a read-only place); nil: none.
 	Log io.Writer
 }
@@ -331,6 +335,11 @@ func configs(spec Spec) (*container.Config, *container.HostConfig) {
 	for _, m := range spec.Mounts {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: !m.Writable,
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
+	}
+	for _, m := range spec.Masks {
+		// Docker mounts parents first, so this lands on top of the bind.
+		mounts = append(mounts, mount.Mount{Type: mount.TypeTmpfs, Target: m, ReadOnly: true,
+			TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096, Mode: 0o500}})
 	}
 	init := true
 	hc := &container.HostConfig{

@@ -272,6 +272,35 @@ func TestEscapeFiles(t *testing.T) {
 	open.escapes("write", "/data/x")
 	open.escapes("write", filepath.Join(ro, "x"))
 	open.escapes("fill", "/tmp/fill:"+fmt.Sprint(16<<20))
+
+	// A mounted folder that holds mcpcage's own state: the state is masked.
+	parent := t.TempDir()
+	state := filepath.Join(parent, ".mcpcage")
+	if err := os.MkdirAll(filepath.Join(state, "servers", "other", "home"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stateFile := filepath.Join(state, "servers", "other", "home", "token")
+	if err := os.WriteFile(stateFile, []byte("another server's secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(parent, "notes.txt"), []byte("visible"), 0o644)
+	pm := []Mount{{Source: parent, Target: parent}}
+	masks := MasksFor(pm, state)
+	if len(masks) != 1 || masks[0] != state {
+		t.Fatalf("MasksFor = %q", masks)
+	}
+	masked := startProbe(t, cli, Spec{Image: img, Mounts: pm, Masks: masks}, nil)
+	masked.held("read", stateFile)
+	if r := masked.probe("read", state); r.Detail != "0 entries" {
+		t.Errorf("the masked state folder should look empty: %s", r.Detail)
+	}
+	if r := masked.probe("read", filepath.Join(parent, "notes.txt")); !r.Escaped {
+		t.Errorf("the rest of the mounted folder should stay visible: %s", r.Detail)
+	}
+	masked.held("write", filepath.Join(state, "x"))
+	// Control: without the mask the state shows through.
+	unmasked := startProbe(t, cli, Spec{Image: img, Mounts: pm}, nil)
+	unmasked.escapes("read", stateFile)
 }
 
 func TestEscapePrivileges(t *testing.T) {

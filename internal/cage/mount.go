@@ -127,3 +127,26 @@ func Covered(ms []Mount, target string) bool {
 	}
 	return false
 }
+
+// MasksFor returns the container paths under which the host folder hidden
+// (mcpcage's state directory) would show through ms, so that it can be
+// covered (Spec.Masks): mounting a folder that holds $MCPCAGE_HOME, such as
+// the home directory, must not hand the server the pins, the audit log or
+// other servers' HOMEs.
+func MasksFor(ms []Mount, hidden string) []string {
+	if r, err := filepath.EvalSymlinks(hidden); err == nil {
+		hidden = r
+	}
+	var out []string
+	for _, m := range ms {
+		if !within(hidden, m.Source) {
+			continue
+		}
+		rel, err := filepath.Rel(m.Source, hidden)
+		if err != nil {
+			continue
+		}
+		out = append(out, filepath.Join(m.Target, rel))
+	}
+	return out
+}
