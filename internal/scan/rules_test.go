@@ -137,7 +137,7 @@ func TestLiteralGateRandom(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	pieces := []string{" ", ",", ".", "\n", "the ", "user ", "tool ", "http://x.example/?q=", "~/.ssh/id_rsa", "before ", "must ", "send ", "<", ">", "'"}
-	for i := 0; i < 3000; i++ {
+	for i := 0; i < 1200; i++ {
 		s := texts[rng.IntN(len(texts))]
 		if i%3 == 0 {
 			// Long texts, where patterns run on windows.
