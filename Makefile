@@ -1,8 +1,10 @@
 # mcpcage: every MCP server in its own cage.
 #
+#   make setup    ready this machine: Docker engine, debootstrap, the cage images (.ci/setup)
+#   make demo     the main job end to end: a real npm server caged, pinned, a change caught, the log verified
+#   make test     everything CI runs: unit, integration (real Docker), scripts, short fuzzing
 #   make build    the binary, in ./bin/mcpcage
 #   make images   the cage images, built locally (no registry needed)
-#   make test     everything CI runs: unit, integration (real Docker), scripts, short fuzzing
 #   make fuzz     longer fuzzing of every target in fuzz/
 #   make bench    Go benchmarks
 #   make bench-scan  the scanner measured against ../shared/corpus
@@ -14,10 +16,16 @@ LONGFUZZ  ?= 2m
 BENCHTIME ?= 1s
 CORPUS    ?= ../shared/corpus
 
-.PHONY: build images test unit fuzz-short fuzz bench bench-scan compat vet
+.PHONY: setup demo build images test unit fuzz-short fuzz bench bench-scan compat vet
+
+setup:
+	./.ci/setup
 
 build:
 	$(GO) build -o bin/mcpcage ./cmd/mcpcage
+
+demo: setup build
+	./examples/demo.sh
 
 images:
 	./images/build.sh
@@ -25,7 +33,7 @@ images:
 vet:
 	$(GO) vet ./...
 
-test: vet unit fuzz-short
+test: setup vet unit fuzz-short
 
 unit:
 	$(GO) test -count=1 -timeout 45m ./...
