@@ -274,7 +274,7 @@ func setUpCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Cage, l
 	spec := cage.Spec{
 		Name:     p.name,
 		Mounts:   p.mounts,
-		Masks:    cage.MasksFor(p.mounts, p.stateDir),
+		Masks:    cage.MasksFor(p.mounts, append([]string{p.stateDir}, cage.DockerSocketDirs()...)...),
 		Env:      p.env,
 		AllowNet: opts.AllowNet,
 		Memory:   p.memory,

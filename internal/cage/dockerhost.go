@@ -44,6 +44,47 @@ func findDockerHost() string {
 	return ""
 }
 
+// DockerSocketDirs returns the folders holding a Docker (or containerd)
+// socket on this machine, symlinks resolved: the one DOCKER_HOST names, the
+// default, and the well-known places findDockerHost looks. A mounted folder
+// must never show one (see MasksFor and ResolveMount): the socket is root on
+// the host.
+func DockerSocketDirs() []string {
+	var cands []string
+	if h := os.Getenv("DOCKER_HOST"); strings.HasPrefix(h, "unix://") {
+		cands = append(cands, strings.TrimPrefix(h, "unix://"))
+	}
+	cands = append(cands, "/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock")
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		cands = append(cands, filepath.Join(d, "docker.sock"))
+	}
+	home, _ := os.UserHomeDir()
+	if home != "" {
+		cands = append(cands,
+			filepath.Join(home, ".docker", "run", "docker.sock"),
+			filepath.Join(home, ".colima", "default", "docker.sock"),
+			filepath.Join(home, ".orbstack", "run", "docker.sock"),
+			filepath.Join(home, ".rd", "docker.sock"))
+	}
+	if h := contextHost(dockerConfigDir(home)); strings.HasPrefix(h, "unix://") {
+		cands = append(cands, strings.TrimPrefix(h, "unix://"))
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range cands {
+		r, err := filepath.EvalSymlinks(c)
+		if err != nil {
+			continue
+		}
+		d := filepath.Dir(r)
+		if !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 func dockerConfigDir(home string) string {
 	if d := os.Getenv("DOCKER_CONFIG"); d != "" {
 		return d

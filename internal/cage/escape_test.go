@@ -303,6 +303,49 @@ func TestEscapeFiles(t *testing.T) {
 	unmasked.escapes("read", stateFile)
 }
 
+// TestEscapeSocketUnderMount: a mounted folder that holds a Docker socket
+// (Docker Desktop's ~/.docker/run, Colima's ~/.colima/default) shows the
+// socket's folder empty, and the socket's folder itself cannot be mounted.
+func TestEscapeSocketUnderMount(t *testing.T) {
+	cli, img := dockerAndProbe(t)
+	home := t.TempDir()
+	sockDir := filepath.Join(home, ".docker", "run")
+	if err := os.MkdirAll(sockDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(sockDir, "docker.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	t.Setenv("HOME", home)
+	dirs := DockerSocketDirs()
+	found := false
+	for _, d := range dirs {
+		found = found || d == sockDir
+	}
+	if !found {
+		t.Fatalf("DockerSocketDirs() = %q, want %s among them", dirs, sockDir)
+	}
+	if _, err := ResolveMount(sockDir, false, ""); err == nil || !strings.Contains(err.Error(), "Docker socket") {
+		t.Errorf("mounting the socket's folder: %v", err)
+	}
+	m, err := ResolveMount(home, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := []Mount{m}
+	masked := startProbe(t, cli, Spec{Image: img, Mounts: ms, Masks: MasksFor(ms, dirs...)}, nil)
+	if r := masked.probe("read", sockDir); r.Detail != "0 entries" {
+		t.Errorf("the socket's folder should look empty: %s", r.Detail)
+	}
+	// Control: unmasked, the socket is there.
+	unmasked := startProbe(t, cli, Spec{Image: img, Mounts: ms}, nil)
+	if r := unmasked.probe("read", sockDir); r.Detail != "1 entries" {
+		t.Errorf("control: the socket's folder should hold the socket: %s", r.Detail)
+	}
+}
+
 func TestEscapePrivileges(t *testing.T) {
 	cli, img := dockerAndProbe(t)
 	caged := startProbe(t, cli, Spec{Image: img}, nil)

@@ -66,6 +66,14 @@ func ResolveMount(target string, writable bool, mcpcageHome string) (Mount, erro
 			return Mount{}, fmt.Errorf("refusing to mount %s: it would show the Docker socket (%s) to the server, which is control of the host", target, s)
 		}
 	}
+	// A folder that holds a socket elsewhere (Docker Desktop, Colima,
+	// rootless) is refused when it is the socket's own folder or inside it;
+	// a folder above it is mounted with the socket's folder masked.
+	for _, d := range DockerSocketDirs() {
+		if within(src, d) {
+			return Mount{}, fmt.Errorf("refusing to mount %s: it would show the Docker socket in %s to the server, which is control of the host", target, d)
+		}
+	}
 	if mcpcageHome != "" {
 		mh := mcpcageHome
 		if r, err := filepath.EvalSymlinks(mh); err == nil {
@@ -128,25 +136,31 @@ func Covered(ms []Mount, target string) bool {
 	return false
 }
 
-// MasksFor returns the container paths under which the host folder hidden
-// (mcpcage's state directory) would show through ms, so that it can be
-// covered (Spec.Masks): mounting a folder that holds $MCPCAGE_HOME, such as
-// the home directory, must not hand the server the pins, the audit log or
-// other servers' HOMEs.
-func MasksFor(ms []Mount, hidden string) []string {
-	if r, err := filepath.EvalSymlinks(hidden); err == nil {
-		hidden = r
-	}
+// MasksFor returns the container paths under which the host folders hidden
+// (mcpcage's state directory, the folders of Docker sockets) would show
+// through ms, so that they can be covered (Spec.Masks): mounting a folder that
+// holds $MCPCAGE_HOME or ~/.docker/run, such as the home directory, must not
+// hand the server the pins, the audit log, other servers' HOMEs or the engine.
+func MasksFor(ms []Mount, hidden ...string) []string {
 	var out []string
-	for _, m := range ms {
-		if !within(hidden, m.Source) {
-			continue
+	seen := map[string]bool{}
+	for _, h := range hidden {
+		if r, err := filepath.EvalSymlinks(h); err == nil {
+			h = r
 		}
-		rel, err := filepath.Rel(m.Source, hidden)
-		if err != nil {
-			continue
+		for _, m := range ms {
+			if !within(h, m.Source) {
+				continue
+			}
+			rel, err := filepath.Rel(m.Source, h)
+			if err != nil {
+				continue
+			}
+			if p := filepath.Join(m.Target, rel); !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
 		}
-		out = append(out, filepath.Join(m.Target, rel))
 	}
 	return out
 }
