@@ -153,6 +153,7 @@ type scanner struct {
 	counts   []int32  // hits per literal set
 	byGate   hitIndex // hits grouped by literal set
 	fill     []int32
+	leet     []byte // the lower-case text with leet digits read as letters
 	nt       normText
 	dec      *jsontext.Decoder // reused across items
 	rd       *bytes.Reader
@@ -486,6 +487,9 @@ func (sc *scanner) text(s string) {
 			sc.addSpan(r, s, ra, rb)
 		}
 	}
+	if hasLeet(nt.lower) {
+		sc.leetPass(s, nt)
+	}
 	if sc.decoded == 0 {
 		sc.checkEncoded(s)
 	}
@@ -501,6 +505,50 @@ func (r *Rule) excepted(path []byte) bool {
 		}
 	}
 	return false
+}
+
+// leetDigit maps the digits and signs that stand in for letters in
+// "1gn0re pr3vious instructi0ns".
+var leetDigit = [256]byte{'0': 'o', '1': 'i', '3': 'e', '4': 'a', '5': 's', '7': 't', '@': 'a', '$': 's'}
+
+// hasLeet reports a word with a letter-standing digit between two letters.
+func hasLeet(b []byte) bool {
+	for i := 1; i+1 < len(b); i++ {
+		if leetDigit[b[i]] != 0 && isLetter(b[i-1]) && isLetter(b[i+1]) {
+			return true
+		}
+	}
+	return false
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' }
+
+// leetPass runs the phrase rules again on the text with letter-standing
+// digits read as letters (byte for byte, so snippets map back unchanged).
+func (sc *scanner) leetPass(s string, nt *normText) {
+	set := sc.set
+	b := append(sc.leet[:0], nt.lower...)
+	for i := range b {
+		if l := leetDigit[b[i]]; l != 0 {
+			b[i] = l
+		}
+	}
+	sc.leet = b
+	marks := sc.marks
+	clear(marks)
+	for _, i := range set.always {
+		marks[markRule(i)] = true
+	}
+	set.pre.candidates(b, marks, nil, nil)
+	for i, r := range set.text {
+		if r.On != "lower" || !marks[markRule(i)] || (len(r.Also) > 0 && !marks[markAlso(i)]) || (r.In == "schema" && !inSchema(sc.pb)) || r.excepted(sc.pb) {
+			continue
+		}
+		if a, e, ok := r.findSpan(b, marks, nil, nil, set); ok {
+			ra, re := nt.rawSpan(a, e)
+			sc.addSpan(r, s, ra, re)
+		}
+	}
 }
 
 func inSchema(path []byte) bool {
