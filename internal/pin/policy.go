@@ -100,6 +100,10 @@ type Policy struct {
 	mu    sync.Mutex
 	state map[Kind]*kindState
 	cache map[Kind]*cachedIndex
+	// meta is the raw _meta of the client's latest request. In the stateless
+	// era every request must carry the client's capabilities and info there,
+	// so the proxy's own list requests repeat it.
+	meta []byte
 }
 
 // kindState is what this session last found for one kind.
@@ -160,6 +164,11 @@ func (p *Policy) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event)
 	m := ev.Msg
 	switch {
 	case ev.Dir == proxy.ClientToServer && m.Kind == jsonrpc.KindRequest:
+		if meta := rawMember(m.Params, "_meta"); meta != nil {
+			p.mu.Lock()
+			p.meta = meta
+			p.mu.Unlock()
+		}
 		return p.request(s, m)
 	case ev.Dir == proxy.ServerToClient && m.Kind == jsonrpc.KindNotification:
 		if k, ok := changedKinds[m.Method]; ok {
@@ -356,7 +365,10 @@ func (p *Policy) walk(ctx context.Context, s *proxy.Session, k Kind) ([]jsontext
 		if page > p.cfg.MaxPages {
 			return nil, fmt.Errorf("the server's %s list has more than %d pages", k.Noun(), p.cfg.MaxPages)
 		}
-		params := listParams(s.ProtocolVersion(), cursor)
+		p.mu.Lock()
+		meta := p.meta
+		p.mu.Unlock()
+		params := listParams(s.ProtocolVersion(), cursor, meta)
 		resp, err := s.Call(ctx, method, params)
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("the server did not list its %ss within %v", k.Noun(), p.cfg.WalkTimeout)
@@ -394,8 +406,10 @@ func (p *Policy) walk(ctx context.Context, s *proxy.Session, k Kind) ([]jsontext
 }
 
 // listParams are the params of the proxy's own list request: the cursor, and
-// in the stateless protocol era the version every request must carry.
-func listParams(version, cursor string) []byte {
+// in the stateless protocol era the _meta every request must carry: the
+// client's own (clientMeta, its latest request's) when there is one, else the
+// protocol version alone.
+func listParams(version, cursor string, clientMeta []byte) []byte {
 	b := []byte{'{'}
 	if cursor != "" {
 		b = append(b, `"cursor":`...)
@@ -408,6 +422,11 @@ func listParams(version, cursor string) []byte {
 		if cursor != "" {
 			b = append(b, ',')
 		}
+		if clientMeta != nil {
+			b = append(b, `"_meta":`...)
+			b = append(b, clientMeta...)
+			break
+		}
 		b = append(b, `"_meta":{`...)
 		b, _ = jsontext.AppendQuote(b, proxy.MetaProtocolVersion)
 		b = append(b, ':')
@@ -415,6 +434,33 @@ func listParams(version, cursor string) []byte {
 		b = append(b, '}')
 	}
 	return append(b, '}')
+}
+
+// rawMember returns the exact bytes of the top-level member name of the JSON
+// object obj (already validated by the strict parser), nil when absent.
+func rawMember(obj []byte, name string) []byte {
+	if len(obj) == 0 {
+		return nil
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil
+		}
+		key := tok.String() // before ReadValue, which voids tok
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil
+		}
+		if key == name {
+			return bytes.Clone(v)
+		}
+	}
+	return nil
 }
 
 // ParsePage reads one page of a list result (untrusted: what a server sent):

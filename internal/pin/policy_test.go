@@ -8,15 +8,28 @@ import (
 )
 
 func TestListParams(t *testing.T) {
-	for _, c := range []struct{ version, cursor, want string }{
-		{"2025-06-18", "", `{}`},
-		{"2025-06-18", "p\"2", `{"cursor":"p\"2"}`},
-		{"2026-07-28", "", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`},
-		{"2026-07-28", "c", `{"cursor":"c","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`},
+	clientMeta := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, c := range []struct{ version, cursor, meta, want string }{
+		{"2025-06-18", "", "", `{}`},
+		{"2025-06-18", "p\"2", "", `{"cursor":"p\"2"}`},
+		{"2025-06-18", "", clientMeta, `{}`},
+		{"2026-07-28", "", "", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`},
+		{"2026-07-28", "c", "", `{"cursor":"c","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`},
+		{"2026-07-28", "c", clientMeta, `{"cursor":"c","_meta":` + clientMeta + `}`},
 	} {
-		if got := string(listParams(c.version, c.cursor)); got != c.want {
-			t.Errorf("listParams(%q, %q) = %s, want %s", c.version, c.cursor, got, c.want)
+		var meta []byte
+		if c.meta != "" {
+			meta = []byte(c.meta)
 		}
+		if got := string(listParams(c.version, c.cursor, meta)); got != c.want {
+			t.Errorf("listParams(%q, %q, %s) = %s, want %s", c.version, c.cursor, c.meta, got, c.want)
+		}
+	}
+	if got := string(rawMember([]byte(`{"cursor":"x","_meta":`+clientMeta+`}`), "_meta")); got != clientMeta {
+		t.Errorf("rawMember = %s", got)
+	}
+	if rawMember([]byte(`{"cursor":"x"}`), "_meta") != nil {
+		t.Error("rawMember found an absent member")
 	}
 }
 
