@@ -317,12 +317,16 @@ func TestIDsMatchedByValue(t *testing.T) {
 }
 
 func TestTooManyPending(t *testing.T) {
+	defer func(n int) { maxPendingBytes = n }(maxPendingBytes)
+	maxPendingBytes = 8 << 20
 	c, _ := rawSession(t, Config{})
+	// Requests the server never answers, whose params add up to the bound.
+	pad := strings.Repeat("p", 1<<20)
 	var b strings.Builder
-	for i := 1; i <= maxPending; i++ {
-		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"hang"}`+"\n", i)
+	for i := 1; i <= maxPendingBytes>>20; i++ {
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"hang","params":{"pad":%q}}`+"\n", i, pad)
 	}
 	b.WriteString(`{"jsonrpc":"2.0","id":"one-too-many","method":"hang"}`)
 	c.send(b.String())
-	c.expect(`"id":"one-too-many"`, "4096 requests are already waiting for the server")
+	c.expect(`"id":"one-too-many"`, "too many requests are already waiting for the server")
 }

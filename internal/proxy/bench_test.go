@@ -192,7 +192,7 @@ func BenchmarkThroughput(b *testing.B) {
 func TestFloodBothWays(t *testing.T) {
 	for _, size := range benchSizes {
 		w, r, stop := benchPeer(t, size, true)
-		n := 3000
+		n := 20000 // more than a naive bound on waiting requests would allow
 		if size > 1<<10 {
 			n = 300
 		}

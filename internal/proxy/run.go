@@ -111,8 +111,8 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 		toClient:   jsonrpc.NewWriter(clientOut),
 		toServer:   jsonrpc.NewWriter(srv.Stdin()),
 		idPrefix:   ReservedIDPrefix + hex.EncodeToString(nonce[:]) + "-",
-		pendingC2S: map[string]pending{},
-		pendingS2C: map[string]pending{},
+		pendingC2S: &pendingSet{m: map[string]pending{}},
+		pendingS2C: &pendingSet{m: map[string]pending{}},
 		own:        map[string]chan *jsonrpc.Message{},
 		serverGone: make(chan struct{}),
 	}
@@ -258,8 +258,8 @@ type run struct {
 	stopped  atomic.Bool
 
 	mu           sync.Mutex
-	pendingC2S   map[string]pending // client requests the server has not answered
-	pendingS2C   map[string]pending // server requests the client has not answered
+	pendingC2S   *pendingSet // client requests the server has not answered
+	pendingS2C   *pendingSet // server requests the client has not answered
 	own          map[string]chan *jsonrpc.Message
 	stdinClosed  bool
 	draining     bool
@@ -323,9 +323,41 @@ func (r *run) clientWriteFailed(err error) {
 	}
 }
 
-// maxPending bounds the requests each peer may have waiting for the other:
-// the proxy remembers each one (with its params) until it is answered.
-const maxPending = 4096
+// maxPending and maxPendingBytes bound the requests each peer may have
+// waiting for the other: the proxy remembers each one, with its params,
+// until it is answered. Backpressure through the pipes keeps an honest
+// client far below them.
+const maxPending = 1 << 16
+
+var maxPendingBytes = 128 << 20 // a variable so that tests can lower it
+
+// pendingSet is the requests of one peer waiting for an answer, by id key.
+// It is guarded by run.mu.
+type pendingSet struct {
+	m     map[string]pending
+	bytes int // params held
+}
+
+func (p *pendingSet) full() bool {
+	return len(p.m) >= maxPending || p.bytes >= maxPendingBytes
+}
+
+func (p *pendingSet) add(key string, e pending) {
+	if old, ok := p.m[key]; ok {
+		p.bytes -= len(old.params)
+	}
+	p.m[key] = e
+	p.bytes += len(e.params)
+}
+
+func (p *pendingSet) take(key string) (pending, bool) {
+	e, ok := p.m[key]
+	if ok {
+		delete(p.m, key)
+		p.bytes -= len(e.params)
+	}
+	return e, ok
+}
 
 // replyQueue is how many answers to one peer may wait while it does not
 // read; beyond that they are dropped, so a peer that floods us with
@@ -494,8 +526,7 @@ func (r *run) fromClient(m *jsonrpc.Message) {
 		}
 	case jsonrpc.KindResponse:
 		r.mu.Lock()
-		p, ok := r.pendingS2C[m.ID.Key()]
-		delete(r.pendingS2C, m.ID.Key())
+		p, ok := r.pendingS2C.take(m.ID.Key())
 		r.mu.Unlock()
 		if !ok {
 			r.logf("dropped a response from the client to no pending request")
@@ -515,14 +546,14 @@ func (r *run) fromClient(m *jsonrpc.Message) {
 func (r *run) admitClientRequest(m *jsonrpc.Message) []byte {
 	key := m.ID.Key()
 	r.mu.Lock()
-	_, dup := r.pendingC2S[key]
-	full := len(r.pendingC2S) >= maxPending
+	_, dup := r.pendingC2S.m[key]
+	full := r.pendingC2S.full()
 	r.mu.Unlock()
 	if dup {
 		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, "mcpcage: a request with this id is still pending", nil)
 	}
 	if full {
-		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("mcpcage: %d requests are already waiting for the server", maxPending), nil)
+		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, "mcpcage: too many requests are already waiting for the server", nil)
 	}
 	if v, ok := metaVersion(m.Params); ok {
 		if !KnownVersion(v) {
@@ -552,7 +583,7 @@ func (r *run) admitClientRequest(m *jsonrpc.Message) []byte {
 func (r *run) initializing() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, p := range r.pendingC2S {
+	for _, p := range r.pendingC2S.m {
 		if p.method == "initialize" {
 			return true
 		}
@@ -615,8 +646,7 @@ func (r *run) serverLine(line []byte) {
 			ch <- m
 			return
 		}
-		p, ok := r.pendingC2S[key]
-		delete(r.pendingC2S, key)
+		p, ok := r.pendingC2S.take(key)
 		r.mu.Unlock()
 		if !ok {
 			r.logf("dropped a response from the server to no pending request")
@@ -636,8 +666,8 @@ func (r *run) serverLine(line []byte) {
 	case jsonrpc.KindRequest:
 		key := m.ID.Key()
 		r.mu.Lock()
-		_, dup := r.pendingS2C[key]
-		full := len(r.pendingS2C) >= maxPending
+		_, dup := r.pendingS2C.m[key]
+		full := r.pendingS2C.full()
 		r.mu.Unlock()
 		if dup {
 			r.logf("refused a server request whose id is still pending")
@@ -645,7 +675,7 @@ func (r *run) serverLine(line []byte) {
 			return
 		}
 		if full {
-			r.logf("refused a server request: %d of its requests are already waiting for the client", maxPending)
+			r.logf("refused a server request: too many of its requests are already waiting for the client")
 			r.replyLater(ServerToClient, jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, "mcpcage: too many requests waiting for the client", nil))
 			return
 		}
@@ -660,16 +690,16 @@ func (r *run) serverLine(line []byte) {
 // cancelled marks the pending entry a cancellation names. A late answer is
 // still relayed (the peer may send one, and the client would have seen it
 // without us), but a server that exits owes no answer to it.
-func (r *run) cancelled(pend map[string]pending, m *jsonrpc.Message) {
+func (r *run) cancelled(pend *pendingSet, m *jsonrpc.Message) {
 	raw, ok := memberRaw(m.Params, "requestId")
 	if !ok {
 		return
 	}
 	key := jsonrpc.RawID(string(raw)).Key()
 	r.mu.Lock()
-	if p, ok := pend[key]; ok {
+	if p, ok := pend.m[key]; ok {
 		p.cancelled = true
-		pend[key] = p
+		pend.m[key] = p
 	}
 	r.mu.Unlock()
 }
@@ -753,7 +783,7 @@ func (r *run) finish(ev *Event, sync bool, v Verdict) {
 
 // track records a request about to be forwarded so that its response can be
 // matched, before the write, so that the answer cannot outrun the record.
-func (r *run) track(pend map[string]pending, m *jsonrpc.Message, raw []byte) {
+func (r *run) track(pend *pendingSet, m *jsonrpc.Message, raw []byte) {
 	if m == nil {
 		var err error
 		if m, err = jsonrpc.Parse(raw); err != nil {
@@ -764,19 +794,19 @@ func (r *run) track(pend map[string]pending, m *jsonrpc.Message, raw []byte) {
 		return
 	}
 	r.mu.Lock()
-	pend[m.ID.Key()] = pending{id: m.ID, method: m.Method, params: m.Params}
+	pend.add(m.ID.Key(), pending{id: m.ID, method: m.Method, params: m.Params})
 	r.mu.Unlock()
 }
 
 // failPending answers every client request the server left unanswered.
 func (r *run) failPending(code int) {
 	r.mu.Lock()
-	ps := make([]pending, 0, len(r.pendingC2S))
-	for k, p := range r.pendingC2S {
+	ps := make([]pending, 0, len(r.pendingC2S.m))
+	for k, p := range r.pendingC2S.m {
 		if !p.cancelled {
 			ps = append(ps, p)
 		}
-		delete(r.pendingC2S, k)
+		r.pendingC2S.take(k)
 	}
 	r.mu.Unlock()
 	for _, p := range ps {
