@@ -192,11 +192,9 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	r.stopped.Store(true) // the client pump handles nothing more
 	r.mu.Lock()
 	r.draining = true
-	for _, q := range r.replies {
-		close(q)
-	}
 	r.mu.Unlock()
 	r.asyncs.Wait()
+	close(r.replyStop)
 	r.replyDone.Wait()
 	r.failPending(code)
 	if c, ok := clientIn.(io.Closer); ok {
@@ -264,8 +262,8 @@ type run struct {
 	stdinClosed  bool
 	draining     bool
 	replies      map[Direction]chan []byte // by the direction of what they answer
+	replyStop    chan struct{}
 	replyDone    sync.WaitGroup
-	dropped      int
 	serverGone   chan struct{}
 	asyncs       sync.WaitGroup
 	loggedClient bool
@@ -359,53 +357,51 @@ func (p *pendingSet) take(key string) (pending, bool) {
 	return e, ok
 }
 
-// replyQueue is how many answers to one peer may wait while it does not
-// read; beyond that they are dropped, so a peer that floods us with
-// requests it never reads answers to cannot make us hold them all.
+// replyQueue is how many answers to one peer may wait for it to read them.
+// Beyond that the pump that makes them waits too: backpressure, as the peer
+// would meet without the proxy, rather than memory that grows.
 const replyQueue = 256
 
 // replyLater answers the peer a pump reads from through that peer's reply
-// queue, written by a goroutine of the session, so the pump goes on reading.
+// queue, written by a goroutine of the session, so the pump goes on reading
+// unless the peer has stopped reading its answers altogether.
 // dir is the direction of the message being answered.
 func (r *run) replyLater(dir Direction, msg []byte) {
-	r.mu.Lock()
-	if r.draining {
-		// The queues are closed; the session is ending anyway.
-		r.mu.Unlock()
-		return
-	}
-	first := false
 	select {
 	case r.replies[dir] <- msg:
-	default:
-		r.dropped++
-		first = r.dropped == 1
-	}
-	r.mu.Unlock()
-	if first {
-		r.logf("a peer is not reading the answers mcpcage sends it; dropping them")
+	case <-r.replyStop:
 	}
 }
 
-// startReplies starts the writers of the two reply queues.
+// startReplies starts the writers of the two reply queues. They stop when
+// replyStop is closed, after writing what is already queued.
 func (r *run) startReplies() {
 	r.replies = map[Direction]chan []byte{
 		ClientToServer: make(chan []byte, replyQueue), // answers to the client
 		ServerToClient: make(chan []byte, replyQueue), // answers to the server
 	}
+	r.replyStop = make(chan struct{})
+	writer := func(q chan []byte, write func([]byte, bool)) {
+		defer r.replyDone.Done()
+		for {
+			select {
+			case msg := <-q:
+				write(msg, true)
+			case <-r.replyStop:
+				for {
+					select {
+					case msg := <-q:
+						write(msg, true)
+					default:
+						return
+					}
+				}
+			}
+		}
+	}
 	r.replyDone.Add(2)
-	go func() {
-		defer r.replyDone.Done()
-		for msg := range r.replies[ClientToServer] {
-			r.writeClient(msg, true)
-		}
-	}()
-	go func() {
-		defer r.replyDone.Done()
-		for msg := range r.replies[ServerToClient] {
-			r.writeServer(msg, true)
-		}
-	}()
+	go writer(r.replies[ClientToServer], r.writeClient)
+	go writer(r.replies[ServerToClient], r.writeServer)
 }
 
 // goAsync runs f on a goroutine the session owns and waits for before Run
