@@ -23,9 +23,9 @@
 //     outside HandshakeVersions and StatelessVersions is refused with an
 //     error to the client, and so is any client request other than
 //     initialize, ping and server/discover before a version is known.
-//   - Observers see every final outcome before it is written. A pump never
-//     waits on the peer it reads from: answers to that peer are written by a
-//     goroutine of the session.
+//   - Observers see every final outcome before it is written. A pump does
+//     not write to the peer it reads from: answers to that peer are queued
+//     (256 at most) and written by a goroutine of the session.
 //   - Shutdown: on client EOF or cancellation, the server's stdin is closed,
 //     it gets StopTimeout to exit, then Stop; if the server goes first, each
 //     client request it left unanswered (and not cancelled) gets a -32603

@@ -292,8 +292,8 @@ func (r *run) closeServerStdin() {
 // line waiting, so that a burst costs one system call; every other writer
 // flushes at once.
 //
-// A pump never writes back to the peer it reads: that write could wait on a
-// peer that is itself waiting for us to read (a full pipe each way). Such
+// A pump does not write back to the peer it reads: that write could wait on
+// a peer that is itself waiting for us to read (a full pipe each way). Such
 // answers go through replyLater instead.
 func (r *run) writeServer(msg []byte, flush bool) {
 	r.mu.Lock()
