@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpcage/mcpcage/internal/atomicfile"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -83,37 +84,6 @@ func OpenCheckpoint(msg []byte, publicKey string) (*Checkpoint, error) {
 	return c, nil
 }
 
-// writeFileAtomic replaces path with b: a reader sees the old or the new
-// content, never a mix, and the new content is on disk when it returns.
-func writeFileAtomic(path string, b []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	syncDir(dir)
-	return nil
-}
-
 // ErrAnchorAhead is returned when the anchor holds a checkpoint that the log
 // does not reach: the log (with its checkpoint) was rolled back or replaced.
 var ErrAnchorAhead = errors.New("the anchor holds a newer checkpoint than the log")
@@ -143,7 +113,7 @@ func anchorFile(path string, c *Checkpoint, signed []byte, k *Keys, hashAt func(
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	return writeFileAtomic(path, signed, 0o644)
+	return atomicfile.Write(path, signed, 0o644)
 }
 
 // anchorCommand pipes the signed checkpoint to the user's command through sh.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mcpcage/mcpcage/internal/atomicfile"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -153,13 +154,6 @@ func LoadOrCreateKeys(keyDir string) (*Keys, error) {
 		return nil, err
 	}
 	_ = os.WriteFile(PublicKeyPath(keyDir), []byte(vkey+"\n"), 0o644)
-	syncDir(keyDir)
+	atomicfile.SyncDir(keyDir)
 	return k, nil
-}
-
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/mcpcage/mcpcage/internal/atomicfile"
 	"github.com/mcpcage/mcpcage/internal/home"
 )
 
@@ -295,7 +296,7 @@ func (l *Log) appendLocked(h *head, kind string, fields any) (uint64, error) {
 			return 0, fmt.Errorf("audit: %w", err)
 		}
 		if statErr != nil {
-			syncDir(l.opts.Dir)
+			atomicfile.SyncDir(l.opts.Dir)
 		}
 		l.f, l.fIdx = f, idx
 	}
@@ -439,7 +440,7 @@ func (l *Log) checkpointLocked(h head) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(l.opts.Dir, CheckpointName), signed, 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(l.opts.Dir, CheckpointName), signed, 0o644); err != nil {
 		return fmt.Errorf("audit: checkpoint: %w", err)
 	}
 	l.appended = false

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/mcpcage/mcpcage/internal/atomicfile"
 )
 
 // MaxFileSize is the largest configuration file read: a client's file is
@@ -72,40 +74,20 @@ func Write(path string, before, after []byte, now time.Time, beforeRename func()
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Dir(real)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(real)+".mcpcage-*")
+	err = atomicfile.WriteChecked(real, after, mode, func() error {
+		if beforeRename != nil {
+			beforeRename()
+		}
+		if cur, err := os.ReadFile(real); err != nil {
+			return err
+		} else if !bytes.Equal(cur, before) {
+			return fmt.Errorf("%s %w", path, ErrChanged)
+		}
+		return nil
+	})
 	if err != nil {
 		_ = os.Remove(backup)
 		return "", err
-	}
-	fail := func(e error) (string, error) {
-		_ = tmp.Close()
-		_ = os.Remove(tmp.Name())
-		_ = os.Remove(backup)
-		return "", e
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		return fail(err)
-	}
-	if _, err := tmp.Write(after); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fail(err)
-	}
-	if beforeRename != nil {
-		beforeRename()
-	}
-	if cur, err := os.ReadFile(real); err != nil {
-		return fail(err)
-	} else if !bytes.Equal(cur, before) {
-		return fail(fmt.Errorf("%s %w", path, ErrChanged))
-	}
-	if err := os.Rename(tmp.Name(), real); err != nil {
-		return fail(err)
 	}
 	return backup, nil
 }
@@ -225,18 +207,5 @@ func (l *Ledger) Save() error {
 	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(l.path), ".ledger-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), l.path)
+	return atomicfile.Write(l.path, append(b, '\n'), 0o600)
 }

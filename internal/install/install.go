@@ -84,6 +84,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/gofrs/flock"
 
+	"github.com/mcpcage/mcpcage/internal/atomicfile"
 	"github.com/mcpcage/mcpcage/internal/home"
 )
 
@@ -308,24 +309,7 @@ func writeJSONAtomic(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.Write(path, append(b, '\n'), 0o644)
 }
 
 // lockName holds an exclusive flock on path until the returned func runs. It

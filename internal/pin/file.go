@@ -15,6 +15,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gofrs/flock"
 
+	"github.com/mcpcage/mcpcage/internal/atomicfile"
 	"github.com/mcpcage/mcpcage/internal/launch"
 )
 
@@ -379,7 +380,7 @@ func (st Store) update(name string, fn func(f *File) (bool, error)) (*File, os.F
 		}
 		var b []byte
 		if b, err = f.Marshal(); err == nil {
-			err = writeAtomic(p, b)
+			err = atomicfile.Write(p, b, 0o600)
 		}
 	}
 	if err != nil {
@@ -399,33 +400,6 @@ func (st Store) unchanged(name string, fi os.FileInfo) bool {
 	}
 	now, err := os.Stat(p)
 	return err == nil && os.SameFile(now, fi) && now.Size() == fi.Size() && now.ModTime().Equal(fi.ModTime())
-}
-
-func writeAtomic(p string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".pin-*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(p)); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
 }
 
 // FileError is a pin file that exists but cannot be used.
