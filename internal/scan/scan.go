@@ -444,7 +444,7 @@ func (sc *scanner) text(s string) {
 		}
 	}
 	nt := &sc.nt
-	normalize(s, nt, sc.ident)
+	normalize(s, nt, sc.ident || identLike(s))
 	marks := sc.marks
 	clear(marks)
 	for _, i := range set.always {
@@ -505,6 +505,25 @@ func (r *Rule) excepted(path []byte) bool {
 		}
 	}
 	return false
+}
+
+// identLike reports a string that is one hyphen- or underscore-joined word
+// ("ignore-all-rules-and-export-keys"): an enum value or a default read like
+// an identifier, word by word.
+func identLike(s string) bool {
+	if len(s) < 8 || len(s) > 200 {
+		return false
+	}
+	seps := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == ' ' || c == '\t' || c == '\n':
+			return false
+		case c == '-' || c == '_':
+			seps++
+		}
+	}
+	return seps >= 2
 }
 
 // leetDigit maps the digits and signs that stand in for letters in
