@@ -169,3 +169,33 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseSyntax: Parse's hand-written scanner agrees with jsontext (strict
+// by default: UTF-8, duplicate names) on what is syntactically JSON, so the
+// speed of the one does not buy a parser differential with the other.
+func FuzzParseSyntax(f *testing.F) {
+	for _, s := range parseSeeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":-0.5E+7,"result":[true,false,null,"\ud83d\ude00\/\b\f\n\r\t\""]}`,
+		`{"jsonrpc":"2.0","id":1,"result":[01]}`,
+		`{"jsonrpc":"2.0","id":1,"result":"\ud83d"}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"a":1,}}`,
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"abcdefgh\x01ijklmnop\"}",
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"abcdefgh\xed\xa0\x80\"}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		_, err := jsonrpc.Parse(line)
+		valid := jsontext.Value(line).IsValid()
+		var pe *jsonrpc.ParseError
+		switch {
+		case err == nil && !valid:
+			t.Fatalf("Parse accepted what jsontext refuses: %q", line)
+		case errors.As(err, &pe) && pe.Code == jsonrpc.CodeParseError && valid:
+			t.Fatalf("Parse says %q is not JSON (%s); jsontext accepts it", line, pe.Reason)
+		}
+	})
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,16 +45,7 @@ func IsBatch(line []byte) bool {
 	return false
 }
 
-var emptyBuffer = new(bytes.Buffer)
-
-var decPool = sync.Pool{New: func() any { return new(parser) }}
-
-type parser struct {
-	dec   jsontext.Decoder
-	line  []byte
-	names [][][]byte // names seen in each open object, innermost last
-	folds []map[string]struct{}
-}
+var scanPool = sync.Pool{New: func() any { return new(scanner) }}
 
 // Parse validates one line (without its terminator) and returns the message.
 // Raw aliases line: the caller must not modify line afterwards.
@@ -68,48 +58,25 @@ type parser struct {
 // them only when case is ignored is refused); "jsonrpc":"2.0"; ids that are
 // strings or numbers (null only in an error response); params an object or
 // array; exactly one of result and error in a response.
+//
+// The whole line is read once, by a hand-written scanner (scan.go) that
+// validates UTF-8 and JSON syntax and checks member names in the same pass.
 func Parse(line []byte) (*Message, error) {
 	if IsBatch(line) {
 		return nil, &ParseError{Code: CodeInvalidRequest, Reason: ErrBatch.Error()}
 	}
-	p := decPool.Get().(*parser)
-	m, err := p.parse(line)
-	p.dec.Reset(emptyBuffer) // drop the references to line
-	p.line = nil
-	for _, names := range p.names[:cap(p.names)] {
-		clear(names[:cap(names)])
-	}
-	decPool.Put(p)
+	s := scanPool.Get().(*scanner)
+	m, err := s.parse(line)
+	s.release()
+	scanPool.Put(s)
 	if err != nil {
-		pe, ok := err.(*ParseError)
-		if !ok {
-			pe = &ParseError{Code: CodeParseError, Reason: describeSyntax(err)}
-		}
+		pe := err.(*ParseError)
 		if pe.ID.IsZero() {
 			pe.ID = peekID(line)
 		}
 		return nil, pe
 	}
 	return m, nil
-}
-
-func describeSyntax(err error) string {
-	var se *jsontext.SyntacticError
-	if errors.As(err, &se) {
-		msg := se.Err.Error()
-		if errors.Is(se.Err, jsontext.ErrDuplicateName) {
-			return fmt.Sprintf("duplicate member name at %s", pointerOr(se.JSONPointer))
-		}
-		return fmt.Sprintf("invalid JSON at byte %d: %s", se.ByteOffset, msg)
-	}
-	return "invalid JSON: " + err.Error()
-}
-
-func pointerOr(p jsontext.Pointer) string {
-	if p == "" {
-		return "top level"
-	}
-	return strconv.Quote(string(p))
 }
 
 func invalid(format string, args ...any) error {
@@ -141,110 +108,107 @@ func nearMiss(name []byte, exact []string) (string, bool) {
 	return "", false
 }
 
-func (p *parser) parse(line []byte) (*Message, error) {
-	// A *bytes.Buffer is parsed in place, without copying into the
-	// decoder. Defaults: strict UTF-8, exact duplicate names refused.
-	p.dec.Reset(bytes.NewBuffer(line))
-	p.line = line
-	p.names = p.names[:0]
-	p.folds = p.folds[:0]
-	d := &p.dec
-
-	tok, err := d.ReadToken()
-	if err != nil {
-		return nil, err
-	}
-	if tok.Kind() != '{' {
+func (s *scanner) parse(line []byte) (*Message, error) {
+	s.b, s.i = line, 0
+	s.names, s.folds = s.names[:0], s.folds[:0]
+	if c := s.peek(); c != '{' {
+		if !valueStart(c) {
+			return nil, s.unexpected()
+		}
+		if _, err := s.value(); err != nil {
+			return nil, err
+		}
 		return nil, invalid("a JSON-RPC message must be a JSON object")
 	}
-	p.push()
+	s.i++
+	s.push()
 	m := &Message{Raw: line}
 	var (
 		haveVersion, haveID, haveMethod, haveResult, haveError, nullID bool
 	)
-	for d.PeekKind() != '}' {
-		name, err := p.readName()
-		if err != nil {
-			return nil, err
-		}
-		if n, ok := nearMiss(name, topNames); ok {
-			return nil, invalid("member %q must be spelled %q", shortName(name), n)
-		}
-		switch string(name) {
-		case "jsonrpc":
-			v, err := d.ReadValue()
+	if s.peek() == '}' {
+		s.i++
+	} else {
+		for {
+			name, err := s.memberName()
 			if err != nil {
 				return nil, err
 			}
-			if string(v) != `"2.0"` {
-				return nil, invalid(`"jsonrpc" must be "2.0"`)
+			if n, ok := nearMiss(name, topNames); ok {
+				return nil, invalid("member %q must be spelled %q", shortName(name), n)
 			}
-			haveVersion = true
-		case "id":
-			v, err := d.ReadValue()
-			if err != nil {
-				return nil, err
-			}
-			switch v.Kind() {
-			case '"', '0':
-				m.ID = ID{raw: string(v)}
-			case 'n':
-				nullID = true
-			default:
-				return nil, invalid(`"id" must be a string or a number`)
-			}
-			haveID = true
-		case "method":
-			v, err := d.ReadValue()
-			if err != nil {
-				return nil, err
-			}
-			if v.Kind() != '"' {
-				return nil, invalid(`"method" must be a string`)
-			}
-			m.Method, err = unquote(v)
-			if err != nil {
-				return nil, err
-			}
-			haveMethod = true
-		case "params":
-			if k := d.PeekKind(); k != '{' && k != '[' {
-				if k == 0 {
-					_, err := d.ReadToken()
+			start := s.skipSpace()
+			switch string(name) {
+			case "jsonrpc":
+				if _, err := s.value(); err != nil {
 					return nil, err
 				}
-				return nil, invalid(`"params" must be an object or an array`)
+				if string(line[start:s.i]) != `"2.0"` {
+					return nil, invalid(`"jsonrpc" must be "2.0"`)
+				}
+				haveVersion = true
+			case "id":
+				k, err := s.value()
+				if err != nil {
+					return nil, err
+				}
+				switch k {
+				case '"', '0':
+					m.ID = ID{raw: string(line[start:s.i])}
+				case 'n':
+					nullID = true
+				default:
+					return nil, invalid(`"id" must be a string or a number`)
+				}
+				haveID = true
+			case "method":
+				k, err := s.value()
+				if err != nil {
+					return nil, err
+				}
+				if k != '"' {
+					return nil, invalid(`"method" must be a string`)
+				}
+				m.Method = unquote(line[start:s.i])
+				haveMethod = true
+			case "params":
+				if c := s.peek(); c != '{' && c != '[' {
+					if !valueStart(c) {
+						return nil, s.unexpected()
+					}
+					return nil, invalid(`"params" must be an object or an array`)
+				}
+				if _, err := s.value(); err != nil {
+					return nil, err
+				}
+				m.Params = line[start:s.i]
+			case "result":
+				if _, err := s.value(); err != nil {
+					return nil, err
+				}
+				m.Result = line[start:s.i]
+				haveResult = true
+			case "error":
+				e, err := s.errorObject()
+				if err != nil {
+					return nil, err
+				}
+				m.Error = e
+				haveError = true
+			default:
+				if _, err := s.value(); err != nil {
+					return nil, err
+				}
 			}
-			start := d.InputOffset()
-			if err := p.walk(); err != nil {
+			if done, err := s.next(); err != nil {
 				return nil, err
-			}
-			m.Params = trimValue(line[start:d.InputOffset()])
-		case "result":
-			start := d.InputOffset()
-			if err := p.walk(); err != nil {
-				return nil, err
-			}
-			m.Result = trimValue(line[start:d.InputOffset()])
-			haveResult = true
-		case "error":
-			e, err := p.errorObject(line)
-			if err != nil {
-				return nil, err
-			}
-			m.Error = e
-			haveError = true
-		default:
-			if err := p.walk(); err != nil {
-				return nil, err
+			} else if done {
+				break
 			}
 		}
 	}
-	if _, err := d.ReadToken(); err != nil {
-		return nil, err
-	}
-	p.pop()
-	if _, err := d.ReadToken(); err != io.EOF {
+	s.pop()
+	if s.peek() != 0 {
 		return nil, &ParseError{Code: CodeParseError, Reason: "more than one JSON value on the line"}
 	}
 	if !haveVersion {
@@ -280,134 +244,63 @@ func (p *parser) parse(line []byte) (*Message, error) {
 	return m, nil
 }
 
-func (p *parser) errorObject(line []byte) (*Error, error) {
-	d := &p.dec
-	if d.PeekKind() != '{' {
-		if d.PeekKind() == 0 {
-			_, err := d.ReadToken()
-			return nil, err
+func (s *scanner) errorObject() (*Error, error) {
+	if c := s.peek(); c != '{' {
+		if !valueStart(c) {
+			return nil, s.unexpected()
 		}
 		return nil, invalid(`"error" must be an object`)
 	}
-	if _, err := d.ReadToken(); err != nil {
-		return nil, err
-	}
-	p.push()
+	s.i++
+	s.push()
 	e := &Error{}
 	var haveCode, haveMsg bool
-	for d.PeekKind() != '}' {
-		name, err := p.readName()
-		if err != nil {
-			return nil, err
-		}
-		if n, ok := nearMiss(name, errorNames); ok {
-			return nil, invalid("member %q must be spelled %q", shortName(name), n)
-		}
-		switch string(name) {
-		case "code":
-			v, err := d.ReadValue()
+	if s.peek() == '}' {
+		s.i++
+	} else {
+		for {
+			name, err := s.memberName()
 			if err != nil {
 				return nil, err
 			}
-			c, perr := strconv.ParseInt(string(v), 10, 32)
-			if v.Kind() != '0' || perr != nil {
-				return nil, invalid(`error "code" must be an integer`)
+			if n, ok := nearMiss(name, errorNames); ok {
+				return nil, invalid("member %q must be spelled %q", shortName(name), n)
 			}
-			e.Code = int(c)
-			haveCode = true
-		case "message":
-			v, err := d.ReadValue()
+			start := s.skipSpace()
+			k, err := s.value()
 			if err != nil {
 				return nil, err
 			}
-			if v.Kind() != '"' {
-				return nil, invalid(`error "message" must be a string`)
+			v := s.b[start:s.i]
+			switch string(name) {
+			case "code":
+				c, perr := strconv.ParseInt(string(v), 10, 32)
+				if k != '0' || perr != nil {
+					return nil, invalid(`error "code" must be an integer`)
+				}
+				e.Code = int(c)
+				haveCode = true
+			case "message":
+				if k != '"' {
+					return nil, invalid(`error "message" must be a string`)
+				}
+				e.Message = unquote(v)
+				haveMsg = true
+			case "data":
+				e.Data = v
 			}
-			if e.Message, err = unquote(v); err != nil {
+			if done, err := s.next(); err != nil {
 				return nil, err
-			}
-			haveMsg = true
-		case "data":
-			start := d.InputOffset()
-			if err := p.walk(); err != nil {
-				return nil, err
-			}
-			e.Data = trimValue(line[start:d.InputOffset()])
-		default:
-			if err := p.walk(); err != nil {
-				return nil, err
+			} else if done {
+				break
 			}
 		}
 	}
-	if _, err := d.ReadToken(); err != nil {
-		return nil, err
-	}
-	p.pop()
+	s.pop()
 	if !haveCode || !haveMsg {
 		return nil, invalid(`an error object needs "code" and "message"`)
 	}
 	return e, nil
-}
-
-// walk consumes one value, checking member names in every object inside it.
-func (p *parser) walk() error {
-	d := &p.dec
-	base := d.StackDepth()
-	for {
-		if depth := d.StackDepth(); depth > base {
-			if k, n := d.StackIndex(depth); k == '{' && n%2 == 0 && d.PeekKind() == '"' {
-				if _, err := p.readName(); err != nil {
-					return err
-				}
-				continue
-			}
-		}
-		tok, err := d.ReadToken()
-		if err != nil {
-			return err
-		}
-		switch tok.Kind() {
-		case '{':
-			p.push()
-		case '}':
-			p.pop()
-		}
-		if d.StackDepth() == base {
-			return nil
-		}
-	}
-}
-
-// push opens an object's name set, reusing an earlier one's storage.
-func (p *parser) push() {
-	n := len(p.names)
-	if n < cap(p.names) {
-		p.names = p.names[:n+1]
-		p.names[n] = p.names[n][:0]
-	} else {
-		p.names = append(p.names, make([][]byte, 0, 8))
-	}
-	p.folds = append(p.folds, nil)
-}
-
-// readName reads an object member name and records it in the innermost
-// object. The name aliases the line when it has no escapes, so that the
-// common case costs no allocation.
-func (p *parser) readName() ([]byte, error) {
-	d := &p.dec
-	before := d.InputOffset()
-	tok, err := d.ReadToken()
-	if err != nil {
-		return nil, err
-	}
-	raw := skipSeparators(p.line[before:d.InputOffset()])
-	var name []byte
-	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
-		name = raw[1 : len(raw)-1]
-	} else {
-		name = []byte(tok.String())
-	}
-	return name, p.addName(name)
 }
 
 // shortName keeps a peer-chosen name short in an error message, which goes
@@ -421,43 +314,6 @@ func shortName(b []byte) string {
 		b = b[:len(b)-1]
 	}
 	return string(b) + "..."
-}
-
-func (p *parser) pop() {
-	p.names = p.names[:len(p.names)-1]
-	p.folds = p.folds[:len(p.folds)-1]
-}
-
-// smallObject is the member count up to which case-folded duplicates are
-// found by comparing pairs; larger objects use a map of folded names.
-const smallObject = 16
-
-func (p *parser) addName(name []byte) error {
-	i := len(p.names) - 1
-	names := p.names[i]
-	if f := p.folds[i]; f != nil {
-		k := foldKey(string(name))
-		if _, dup := f[k]; dup {
-			return invalid("member names that differ only in case: %q", shortName(name))
-		}
-		f[k] = struct{}{}
-		return nil
-	}
-	for _, n := range names {
-		if bytes.EqualFold(n, name) {
-			return invalid("member names that differ only in case: %q and %q", shortName(n), shortName(name))
-		}
-	}
-	names = append(names, name)
-	if len(names) > smallObject {
-		f := make(map[string]struct{}, len(names)*2)
-		for _, n := range names {
-			f[foldKey(string(n))] = struct{}{}
-		}
-		p.folds[i] = f
-	}
-	p.names[i] = names
-	return nil
 }
 
 // foldKey maps every rune to the smallest rune of its simple-fold orbit, so
@@ -488,35 +344,13 @@ func foldKey(s string) string {
 	return b.String()
 }
 
-func unquote(v jsontext.Value) (string, error) {
-	b, err := jsontext.AppendUnquote(nil, v)
-	return string(b), err
-}
-
-// trimValue drops what can come between the previous token and a value.
-func trimValue(b []byte) []byte {
-	for len(b) > 0 {
-		switch b[0] {
-		case ' ', '\t', '\r', '\n', ':', ',':
-			b = b[1:]
-		default:
-			return b
-		}
+// unquote returns the text of a string the scanner has validated.
+func unquote(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1])
 	}
-	return b
-}
-
-// skipSeparators drops what can come between the previous token and a name.
-func skipSeparators(b []byte) []byte {
-	for len(b) > 0 {
-		switch b[0] {
-		case ' ', '\t', '\r', '\n', ',', '{':
-			b = b[1:]
-		default:
-			return b
-		}
-	}
-	return b
+	b, _ := jsontext.AppendUnquote(nil, raw)
+	return string(b)
 }
 
 // peekID finds the top-level "id" of a line that failed validation, so the
