@@ -105,3 +105,25 @@ type Lifecycle interface {
 	SessionStart(ctx context.Context, s *Session)
 	SessionEnd(ctx context.Context, s *Session, exitCode int)
 }
+
+// Refusal is a message the proxy itself turned away before any policy saw
+// it: a line that is not a valid message (too long, malformed, a batch
+// where none is allowed), a request outside the session's protocol version
+// or with an id still pending, or a response that answers nothing pending.
+type Refusal struct {
+	Dir    Direction
+	ID     jsonrpc.ID // the message's id when it could be read
+	Method string     // the message's method when it was valid
+	Reason string     // one line, as logged
+	Size   int        // bytes of the refused line
+	// Answer is the error response sent back to the sender; nil when the
+	// message was dropped (the server's malformed output, stray responses).
+	Answer []byte
+}
+
+// RefusalObserver is implemented by policies that must also see what the
+// proxy refused on its own (auditing). Like Observe, it is called
+// synchronously before any answer is written.
+type RefusalObserver interface {
+	ObserveRefusal(ctx context.Context, s *Session, r Refusal)
+}

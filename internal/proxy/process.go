@@ -116,3 +116,16 @@ func (p *process) Stop(ctx context.Context) error {
 	})
 	return nil
 }
+
+// ExitReason names the signal that ended the child, if one did.
+func (p *process) ExitReason() string {
+	select {
+	case <-p.done:
+	default:
+		return ""
+	}
+	if sig, ok := signaled(p.cmd.ProcessState); ok {
+		return fmt.Sprintf("killed by signal %d", sig)
+	}
+	return ""
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"strconv"
+	"syscall"
 )
 
 // runRawServer is a hand-written MCP server for what no SDK will produce:
@@ -13,7 +14,7 @@ import (
 // arbitrary bytes (base64 in params.b64) as its own output lines, and a
 // notification params.pad bytes long, so tests
 // can make it send malformed, oversized or batched messages. "die" exits
-// with params.code; "hang" never answers; anything else gets {"echo":method}.
+// with params.code; "killself" dies of SIGKILL; "hang" never answers; anything else gets {"echo":method}.
 func runRawServer() {
 	version := os.Getenv("RAW_VERSION")
 	if version == "" {
@@ -61,6 +62,9 @@ func runRawServer() {
 		case "die":
 			out.Flush()
 			os.Exit(m.Params.Code)
+		case "killself":
+			out.Flush()
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		case "hang":
 		default:
 			reply(`{"echo":` + strconv.Quote(m.Method) + `}`)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -120,6 +121,9 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 		if o, ok := p.(Observer); ok {
 			r.observers = append(r.observers, o)
 		}
+		if o, ok := p.(RefusalObserver); ok {
+			r.refusalObservers = append(r.refusalObservers, o)
+		}
 	}
 	r.sess.mu.Lock()
 	r.sess.call = r.call
@@ -157,7 +161,8 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	r.startReplies()
 	go func() { r.pumpServer(); close(r.serverGone) }()
 	clientDone := make(chan struct{})
-	go func() { r.pumpClient(clientIn); close(clientDone) }()
+	pumpIn, interrupt, restore := interruptible(clientIn)
+	go func() { r.pumpClient(pumpIn); close(clientDone) }()
 
 	select {
 	case <-clientDone:
@@ -196,17 +201,26 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	r.asyncs.Wait()
 	close(r.replyStop)
 	r.replyDone.Wait()
-	r.failPending(code)
-	if c, ok := clientIn.(io.Closer); ok {
+	r.failPending(code, waitErr)
+	interrupt()
+	c, closer := clientIn.(io.Closer)
+	_, isFile := clientIn.(*os.File)
+	if closer && !isFile {
 		_ = c.Close()
 	}
-	// Closing a pipe or an *os.File in non-blocking mode ends the client
-	// pump's read. A blocking stdin cannot be interrupted: its read ends when
-	// the client closes it or the process exits, and what it returns is not
-	// handled; the server's exit must not wait for the client.
+	// A read deadline (an *os.File, see interruptible) or closing (a pipe)
+	// ends the client pump's read. Another reader that ignores Close cannot
+	// be interrupted: its read ends when the client closes it or the process
+	// exits, and what it returns is not handled; the server's exit must not
+	// wait for the client. Nor can a pump blocked writing to a server that
+	// stopped reading be woken before Stop has closed the server's stdin.
 	select {
 	case <-clientDone:
 	case <-time.After(100 * time.Millisecond):
+	}
+	restore() // before the Close below, which would make it impossible
+	if closer && isFile {
+		_ = c.Close()
 	}
 	r.waitBounded(stderrDone, "server stderr")
 	for _, p := range cfg.Policies {
@@ -247,6 +261,8 @@ type run struct {
 	ctx       context.Context
 	log       *lineWriter
 	observers []Observer
+
+	refusalObservers []RefusalObserver
 
 	toClient *jsonrpc.Writer
 	toServer *jsonrpc.Writer
@@ -443,8 +459,20 @@ func (r *run) flushUnless(rd *jsonrpc.Reader, dir Direction) {
 }
 
 func (r *run) sendToClient(msg []byte) error {
-	if _, err := jsonrpc.Parse(msg); err != nil {
+	m, err := jsonrpc.Parse(msg)
+	if err != nil {
 		return fmt.Errorf("proxy: SendToClient: not a valid message: %w", err)
+	}
+	if m.Kind == jsonrpc.KindResponse {
+		// A response settles the request it answers: the server's own
+		// answer, if it comes, is then dropped, and so is the error the
+		// proxy would send at the end, so that no id is answered twice.
+		r.mu.Lock()
+		_, ok := r.pendingC2S.take(m.ID.Key())
+		r.mu.Unlock()
+		if !ok {
+			return fmt.Errorf("proxy: SendToClient: no request of the client with id %s is waiting for an answer", clip(m.ID.String()))
+		}
 	}
 	return r.toClient.WriteMessage(msg)
 }
@@ -486,7 +514,7 @@ func (r *run) pumpClient(in io.Reader) {
 			var tl *jsonrpc.LineTooLongError
 			if errors.As(err, &tl) {
 				r.logf("refused a message from the client: %v", err)
-				r.replyLater(ClientToServer, jsonrpc.NewErrorResponse(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "mcpcage: "+err.Error(), nil))
+				r.refuseClient(Refusal{Reason: err.Error(), Size: tl.Max + 1}, jsonrpc.CodeInvalidRequest)
 				continue
 			}
 			return
@@ -498,14 +526,14 @@ func (r *run) pumpClient(in io.Reader) {
 			continue
 		}
 		if jsonrpc.IsBatch(line) {
-			r.replyLater(ClientToServer, jsonrpc.NewErrorResponse(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "mcpcage: JSON-RPC batches are not accepted", nil))
+			r.refuseClient(Refusal{Reason: "JSON-RPC batches are not accepted", Size: len(line)}, jsonrpc.CodeInvalidRequest)
 			continue
 		}
 		m, err := jsonrpc.Parse(line)
 		if err != nil {
 			pe := err.(*jsonrpc.ParseError)
 			r.logf("refused a malformed message from the client: %s", pe.Reason)
-			r.replyLater(ClientToServer, jsonrpc.NewErrorResponse(pe.ID, pe.Code, "mcpcage: "+pe.Reason, nil))
+			r.refuseClient(Refusal{ID: pe.ID, Reason: pe.Reason, Size: len(line)}, pe.Code)
 			continue
 		}
 		r.fromClient(m)
@@ -516,8 +544,8 @@ func (r *run) fromClient(m *jsonrpc.Message) {
 	ev := &Event{Dir: ClientToServer, Msg: m}
 	switch m.Kind {
 	case jsonrpc.KindRequest:
-		if msg := r.admitClientRequest(m); msg != nil {
-			r.replyLater(ClientToServer, msg)
+		if code, reason := r.admitClientRequest(m); reason != "" {
+			r.refuseClient(Refusal{ID: m.ID, Method: m.Method, Reason: reason, Size: len(m.Raw)}, code)
 			return
 		}
 	case jsonrpc.KindResponse:
@@ -526,6 +554,7 @@ func (r *run) fromClient(m *jsonrpc.Message) {
 		r.mu.Unlock()
 		if !ok {
 			r.logf("dropped a response from the client to no pending request")
+			r.refused(Refusal{Dir: ClientToServer, ID: m.ID, Reason: "a response to no pending request", Size: len(m.Raw)})
 			return
 		}
 		ev.Method, ev.Params = p.method, p.params
@@ -538,40 +567,37 @@ func (r *run) fromClient(m *jsonrpc.Message) {
 }
 
 // admitClientRequest checks a client request against the session's protocol
-// era and pending ids; it returns an error response to send instead, or nil.
-func (r *run) admitClientRequest(m *jsonrpc.Message) []byte {
+// era and pending ids; it returns the error to answer with, or "".
+func (r *run) admitClientRequest(m *jsonrpc.Message) (code int, reason string) {
 	key := m.ID.Key()
 	r.mu.Lock()
 	_, dup := r.pendingC2S.m[key]
 	full := r.pendingC2S.full()
 	r.mu.Unlock()
 	if dup {
-		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, "mcpcage: a request with this id is still pending", nil)
+		return jsonrpc.CodeInvalidRequest, "a request with this id is still pending"
 	}
 	if full {
-		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, "mcpcage: too many requests are already waiting for the server", nil)
+		return jsonrpc.CodeInvalidRequest, "too many requests are already waiting for the server"
 	}
 	if v, ok := metaVersion(m.Params); ok {
 		if !KnownVersion(v) {
-			return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidParams,
-				fmt.Sprintf("mcpcage: protocol version %s is not one this mcpcage understands; it knows %v and %v", clip(v), HandshakeVersions, StatelessVersions), nil)
+			return jsonrpc.CodeInvalidParams, fmt.Sprintf("protocol version %s is not one this mcpcage understands; it knows %v and %v", clip(v), HandshakeVersions, StatelessVersions)
 		}
 		r.sess.setProtocolVersion(v)
-		return nil
+		return 0, ""
 	}
 	switch m.Method {
 	case "initialize", "ping", "server/discover":
-		return nil
+		return 0, ""
 	}
 	if r.sess.ProtocolVersion() == "" {
 		if r.initializing() {
-			return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest,
-				"mcpcage: "+clip(m.Method)+" before the server answered initialize: wait for its answer", nil)
+			return jsonrpc.CodeInvalidRequest, clip(m.Method) + " before the server answered initialize: wait for its answer"
 		}
-		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest,
-			"mcpcage: "+clip(m.Method)+" before the protocol version is known: send initialize first, or carry _meta[\""+MetaProtocolVersion+"\"]", nil)
+		return jsonrpc.CodeInvalidRequest, clip(m.Method) + " before the protocol version is known: send initialize first, or carry _meta[\"" + MetaProtocolVersion + "\"]"
 	}
-	return nil
+	return 0, ""
 }
 
 // initializing reports whether an initialize of the client's is waiting for
@@ -595,6 +621,7 @@ func (r *run) pumpServer() {
 			var tl *jsonrpc.LineTooLongError
 			if errors.As(err, &tl) {
 				r.logf("dropped a message from the server: %v", err)
+				r.refused(Refusal{Dir: ServerToClient, Reason: err.Error(), Size: tl.Max + 1})
 				continue
 			}
 			return
@@ -613,11 +640,13 @@ func (r *run) pumpServer() {
 func (r *run) serverBatch(line []byte) {
 	if v := r.sess.ProtocolVersion(); v != batchVersion {
 		r.logf("dropped a batch from the server: batches are legal only in protocol version %s, not %q", batchVersion, v)
+		r.refused(Refusal{Dir: ServerToClient, Reason: "a batch outside protocol version " + batchVersion, Size: len(line)})
 		return
 	}
 	items, err := jsonrpc.SplitBatch(line)
 	if err != nil {
 		r.logf("dropped a malformed batch from the server: %v", err)
+		r.refused(Refusal{Dir: ServerToClient, Reason: "malformed batch: " + err.Error(), Size: len(line)})
 		return
 	}
 	for _, it := range items {
@@ -629,6 +658,8 @@ func (r *run) serverLine(line []byte) {
 	m, err := jsonrpc.Parse(line)
 	if err != nil {
 		r.logf("dropped a malformed message from the server: %v", err)
+		pe := err.(*jsonrpc.ParseError)
+		r.refused(Refusal{Dir: ServerToClient, ID: pe.ID, Reason: pe.Reason, Size: len(line)})
 		return
 	}
 	ev := &Event{Dir: ServerToClient, Msg: m}
@@ -646,6 +677,7 @@ func (r *run) serverLine(line []byte) {
 		r.mu.Unlock()
 		if !ok {
 			r.logf("dropped a response from the server to no pending request")
+			r.refused(Refusal{Dir: ServerToClient, ID: m.ID, Reason: "a response to no pending request", Size: len(m.Raw)})
 			return
 		}
 		ev.Method, ev.Params = p.method, p.params
@@ -667,12 +699,12 @@ func (r *run) serverLine(line []byte) {
 		r.mu.Unlock()
 		if dup {
 			r.logf("refused a server request whose id is still pending")
-			r.replyLater(ServerToClient, jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, "mcpcage: a request with this id is still pending", nil))
+			r.refuseServer(Refusal{ID: m.ID, Method: m.Method, Reason: "a request with this id is still pending", Size: len(m.Raw)})
 			return
 		}
 		if full {
 			r.logf("refused a server request: too many of its requests are already waiting for the client")
-			r.replyLater(ServerToClient, jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeInvalidRequest, "mcpcage: too many requests waiting for the client", nil))
+			r.refuseServer(Refusal{ID: m.ID, Method: m.Method, Reason: "too many requests waiting for the client", Size: len(m.Raw)})
 			return
 		}
 	case jsonrpc.KindNotification:
@@ -681,6 +713,29 @@ func (r *run) serverLine(line []byte) {
 		}
 	}
 	r.inspect(ev)
+}
+
+// refused shows ref to the refusal observers.
+func (r *run) refused(ref Refusal) {
+	for _, o := range r.refusalObservers {
+		o.ObserveRefusal(r.ctx, r.sess, ref)
+	}
+}
+
+// refuseClient answers a message of the client's that the proxy refused.
+func (r *run) refuseClient(ref Refusal, code int) {
+	ref.Dir = ClientToServer
+	ref.Answer = jsonrpc.NewErrorResponse(ref.ID, code, "mcpcage: "+ref.Reason, nil)
+	r.refused(ref)
+	r.replyLater(ClientToServer, ref.Answer)
+}
+
+// refuseServer answers a request of the server's that the proxy refused.
+func (r *run) refuseServer(ref Refusal) {
+	ref.Dir = ServerToClient
+	ref.Answer = jsonrpc.NewErrorResponse(ref.ID, jsonrpc.CodeInvalidRequest, "mcpcage: "+ref.Reason, nil)
+	r.refused(ref)
+	r.replyLater(ServerToClient, ref.Answer)
 }
 
 // cancelled marks the pending entry a cancellation names. A late answer is
@@ -795,7 +850,7 @@ func (r *run) track(pend *pendingSet, m *jsonrpc.Message, raw []byte) {
 }
 
 // failPending answers every client request the server left unanswered.
-func (r *run) failPending(code int) {
+func (r *run) failPending(code int, waitErr error) {
 	r.mu.Lock()
 	ps := make([]pending, 0, len(r.pendingC2S.m))
 	for k, p := range r.pendingC2S.m {
@@ -805,8 +860,16 @@ func (r *run) failPending(code int) {
 		r.pendingC2S.take(k)
 	}
 	r.mu.Unlock()
+	why := fmt.Sprintf("exited (status %d)", code)
+	if e, ok := r.srv.(ExitReasoner); ok {
+		if reason := e.ExitReason(); reason != "" {
+			why = fmt.Sprintf("was %s (status %d)", reason, code)
+		}
+	} else if waitErr != nil {
+		why = fmt.Sprintf("exited (status %d: %v)", code, waitErr)
+	}
 	for _, p := range ps {
-		msg := fmt.Sprintf("mcpcage: the server exited (status %d) before answering %s", code, clip(p.method))
+		msg := fmt.Sprintf("mcpcage: the server %s before answering %s", why, clip(p.method))
 		r.writeClient(jsonrpc.NewErrorResponse(p.id, jsonrpc.CodeInternalError, msg, nil), true)
 	}
 }

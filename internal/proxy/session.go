@@ -78,3 +78,12 @@ func (s *Session) SendToClient(msg []byte) error {
 	}
 	return f(msg)
 }
+
+// ExitReasoner is implemented by a Server that can say why it ended when its
+// exit status alone would mislead (137 is any SIGKILL; the cage knows when it
+// was the memory limit). The reason completes "the server was ...", e.g.
+// "killed for using more than its memory limit (--memory)"; "" when there is
+// nothing to add. It is asked after Wait has returned.
+type ExitReasoner interface {
+	ExitReason() string
+}
