@@ -225,13 +225,9 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		return err
 	}
 	watch := &firstReply{name: p.name, timeout: opts.StartTimeout, allowNet: opts.AllowNet, log: opts.IO.ErrOut}
-	// The proxy closes a client stdin that is an io.Closer and waits for its
-	// reader; a blocking pipe (os.Stdin) is not woken by Close, so after a
-	// signal the wait would never end. Hide Close: the read ends with the
-	// process.
-	sessIO := *opts.IO
-	sessIO.In = struct{ io.Reader }{opts.IO.In}
-	rc := &RunContext{IO: &sessIO, Name: p.name, Launch: l, Home: p.stateDir, Before: []proxy.Policy{watch}}
+	// The proxy reads a blocking os.Stdin through a non-blocking duplicate,
+	// so a signal ends its read too (proxy.Run).
+	rc := &RunContext{IO: opts.IO, Name: p.name, Launch: l, Home: p.stateDir, Before: []proxy.Policy{watch}}
 	code, err := serveSession(ctx, rc, c, p.maxLine)
 	if c.OOMKilled() {
 		return &ExitError{Code: 137, Err: withHint(fmt.Errorf("%q was killed for using more than its memory limit (%s)", p.name, units.BytesSize(float64(p.memory))),

@@ -3,8 +3,10 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/bits"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -418,7 +420,19 @@ func (s *scanner) pop() {
 	s.folds = s.folds[:len(s.folds)-1]
 }
 
-func duplicate(name []byte) error {
+// duplicate reports an exact duplicate name by its JSON pointer, as
+// jsontext finds it: the error path may be slow, and a pointer tells the
+// sender where to look.
+func (s *scanner) duplicate(name []byte) error {
+	_, err := jsontext.NewDecoder(bytes.NewReader(s.b)).ReadValue()
+	var se *jsontext.SyntacticError
+	if errors.As(err, &se) && errors.Is(se.Err, jsontext.ErrDuplicateName) {
+		at := "top level"
+		if se.JSONPointer != "" {
+			at = strconv.Quote(string(se.JSONPointer))
+		}
+		return &ParseError{Code: CodeParseError, Reason: "duplicate member name at " + at}
+	}
 	return &ParseError{Code: CodeParseError, Reason: fmt.Sprintf("duplicate member name %q", shortName(name))}
 }
 
@@ -432,7 +446,7 @@ func (s *scanner) addName(name []byte) error {
 		k := foldKey(string(name))
 		if old, dup := f[k]; dup {
 			if bytes.Equal(old, name) {
-				return duplicate(name)
+				return s.duplicate(name)
 			}
 			return caseDuplicate(old, name)
 		}
@@ -442,7 +456,7 @@ func (s *scanner) addName(name []byte) error {
 	names := s.names[i]
 	for _, n := range names {
 		if len(n) == len(name) && string(n) == string(name) {
-			return duplicate(name)
+			return s.duplicate(name)
 		}
 		if bytes.EqualFold(n, name) {
 			return caseDuplicate(n, name)
