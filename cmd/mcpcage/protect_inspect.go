@@ -148,7 +148,7 @@ func inspectOne(opts *ProtectOptions, s clients.Server, argv []string) *inspectR
 		res.Tools = append(res.Tools, named.Name)
 	}
 	res.Pin, res.PinText = pinStatus(p.name, current)
-	for i, fs := range scan.Tools(raws) {
+	for i, fs := range scan.ToolsAmong(raws, cagedTools()) {
 		if len(fs) > 0 {
 			res.Findings = append(res.Findings, toolFindings{Tool: res.Tools[i], Findings: fs})
 		}
