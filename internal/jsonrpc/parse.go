@@ -88,6 +88,11 @@ var topNames = []string{"jsonrpc", "id", "method", "params", "result", "error"}
 var errorNames = []string{"code", "message", "data"}
 
 func nearMiss(name []byte, exact []string) (string, bool) {
+	for _, n := range exact {
+		if string(name) == n {
+			return "", false // the usual case: spelled exactly
+		}
+	}
 	ascii := true
 	for _, c := range name {
 		if c >= utf8.RuneSelf {

@@ -30,6 +30,7 @@ type scanner struct {
 	names [][][]byte          // names seen in each open object, innermost last
 	folds []map[string][]byte // folded name -> name, for objects past smallObject
 	stack []byte              // open '{' and '[' inside value
+	used  int                 // name sets touched since release
 }
 
 // maxDepth bounds nesting, as jsontext does (10000): the stack is a slice,
@@ -44,10 +45,13 @@ const smallObject = 16
 // keep a message alive.
 func (s *scanner) release() {
 	s.b = nil
-	for _, names := range s.names[:cap(s.names)] {
-		clear(names[:cap(names)])
+	all := s.names[:s.used]
+	for i := range all {
+		clear(all[i])
+		all[i] = all[i][:0]
 	}
-	clear(s.folds[:cap(s.folds)])
+	clear(s.folds[:s.used])
+	s.used = 0
 	s.stack = s.stack[:0]
 }
 
@@ -408,11 +412,13 @@ func (s *scanner) push() {
 	n := len(s.names)
 	if n < cap(s.names) {
 		s.names = s.names[:n+1]
+		clear(s.names[n]) // an earlier object's names at this depth
 		s.names[n] = s.names[n][:0]
 	} else {
 		s.names = append(s.names, make([][]byte, 0, 8))
 	}
 	s.folds = append(s.folds, nil)
+	s.used = max(s.used, n+1)
 }
 
 func (s *scanner) pop() {
