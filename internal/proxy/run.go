@@ -74,12 +74,17 @@ const ReservedIDPrefix = "mcpcage-"
 //
 // On client EOF or cancellation the server's stdin is closed, the server gets
 // StopTimeout to exit, then it is stopped. If the server goes first, every
-// request of the client it left unanswered is answered with an error. If
-// clientIn is an io.Closer it is closed before Run returns, so that the
-// goroutine reading it ends. Every goroutine Run starts has ended when it
-// returns, except a read from a clientIn that closing does not interrupt (a
-// blocking stdin): that one ends with the client or the process, and
-// handles nothing it reads after Run decided to stop.
+// request of the client it left unanswered is answered with an error naming
+// how it ended (ExitReasoner). If clientIn is an io.Closer it is closed
+// before Run returns, so that the goroutine reading it ends; an *os.File in
+// blocking mode (os.Stdin on a pipe or a terminal), which Close does not
+// wake, is read through a non-blocking duplicate whose read deadline ends
+// the read, and its blocking mode is restored before Run returns. Every
+// goroutine Run starts has ended when it returns, except a read from another
+// clientIn that closing does not interrupt, or a client pump blocked writing
+// to a server that stopped reading until Stop closes that pipe: such a
+// goroutine ends with the client or the process, and handles nothing it
+// reads after Run decided to stop.
 func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Writer, srv Server) (int, error) {
 	if cfg.Session == nil {
 		cfg.Session = &Session{}
