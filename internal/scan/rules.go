@@ -173,6 +173,10 @@ func compileRules(fsys fs.FS) *ruleSet {
 				}
 				for pi, p := range sp.Patterns {
 					for _, ls := range literalSets(p) {
+						ls.strs = minimalSet(ls.strs)
+						if commonGate(ls.strs) {
+							continue
+						}
 						r.gates[pi] = append(r.gates[pi], int32(set.npat))
 						set.before = append(set.before, ls.before)
 						set.after = append(set.after, ls.after)
@@ -195,6 +199,41 @@ func compileRules(fsys fs.FS) *ruleSet {
 	set.pre = newAC(kw, kwRule)
 	set.nmarks = 3 * max(len(set.text), set.npat)
 	return set
+}
+
+// commonGate reports a literal set holding a single character that is in
+// nearly every description (a space, a letter, a colon, a quote): it never
+// keeps a pattern from running, and following it cost the automaton most of
+// its time (a window around every space). Without the set, the pattern reads
+// the text as its other sets allow, or whole: never less than before. Rare
+// characters ("<", "@", "#") still gate.
+func commonGate(set []string) bool {
+	for _, x := range set {
+		if len(x) == 1 && (wordByte(x[0]) || strings.IndexByte(" .,:;!?'\"`-()/", x[0]) >= 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// minimalSet drops the strings that contain another string of the set:
+// wherever the longer one occurs, the shorter one does too, so it adds
+// nothing to the gate but outputs for the automaton to report.
+func minimalSet(set []string) []string {
+	out := make([]string, 0, len(set))
+	for i, x := range set {
+		covered := false
+		for j, y := range set {
+			if i != j && len(y) <= len(x) && strings.Contains(x, y) && (len(y) < len(x) || j < i) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 var ruleID = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)

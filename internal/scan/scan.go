@@ -639,7 +639,7 @@ func (r *Rule) findSpan(s []byte, marks []bool, near *hitIndex, counts []int32, 
 					g = h
 				}
 			}
-			if a, b, ok := r.findInWindows(pi, s, g, near, set.before[g], set.after[g]); ok {
+			if a, b, ok := r.findInWindows(pi, s, g, gates, near, set.before[g], set.after[g]); ok {
 				return a, b, true
 			}
 			continue
@@ -662,8 +662,12 @@ func allMarked(marks []bool, gates []int32) bool {
 
 // findInWindows runs pattern pi on the merged windows around the literal
 // hits of set g, in text order: from before characters ahead of a hit's end
-// to after characters past it.
-func (r *Rule) findInWindows(pi int, s []byte, g int32, near *hitIndex, before, after int) (int, int, bool) {
+// to after characters past it. A match holding that hit lies inside its
+// window and holds a literal of every other set of the pattern too, so a
+// window where some set has no hit ending inside it is skipped: in long
+// texts the common words of one set rarely come near the rare ones of
+// another, and the regular expressions then read a fraction of the text.
+func (r *Rule) findInWindows(pi int, s []byte, g int32, gates []int32, near *hitIndex, before, after int) (int, int, bool) {
 	lo, hi := -1, -1
 	flush := func() (int, int, bool) {
 		if lo < 0 {
@@ -674,6 +678,9 @@ func (r *Rule) findInWindows(pi int, s []byte, g int32, near *hitIndex, before, 
 	for _, end := range near.of(g) {
 		a := windowStart(s, backChars(s, int(end), before))
 		b := forwardChars(s, int(end), after)
+		if !near.allWithin(gates, g, a, b) {
+			continue
+		}
 		if lo >= 0 && a <= hi {
 			hi = max(hi, b)
 			continue
@@ -694,6 +701,23 @@ type hitIndex struct {
 }
 
 func (x *hitIndex) of(g int32) []int32 { return x.ends[x.start[g]:x.start[g+1]] }
+
+// allWithin reports whether every set of gates but skip has a hit ending in
+// (a, b]: a literal inside s[a:b] ends there.
+func (x *hitIndex) allWithin(gates []int32, skip int32, a, b int) bool {
+	for _, k := range gates {
+		if k == skip {
+			continue
+		}
+		ends := x.of(k)
+		// ends are in text order: the first end past a decides.
+		i := sort.Search(len(ends), func(i int) bool { return int(ends[i]) > a })
+		if i == len(ends) || int(ends[i]) > b {
+			return false
+		}
+	}
+	return true
+}
 
 // bucketHits groups sc.hits by literal set (a counting sort; sc.counts holds
 // the sizes).
@@ -774,6 +798,11 @@ func (r *Rule) matchIn(pi int, t []byte, off int) (int, int, bool) {
 		regexInput(r, pi, len(t))
 	}
 	re := r.patterns[pi]
+	// Most windows hold no match: asking only whether one exists lets the
+	// matcher carry no submatch positions, which is most of its work.
+	if !re.Match(t) {
+		return 0, 0, false
+	}
 	m := re.FindSubmatchIndex(t)
 	if m == nil {
 		return 0, 0, false
