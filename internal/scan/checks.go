@@ -299,6 +299,10 @@ func (sc *scanner) checkCrossTool(nt *normText) {
 		for e > k && (lb[e-1] == '.' || lb[e-1] == '-') {
 			e--
 		}
+		if e <= k || sc.sibShape[lb[k]]&(1<<((e-k)%64)) == 0 {
+			k = next
+			continue
+		}
 		sib, ok := sc.siblings[string(lb[k:e])]
 		if !ok || sib.name == sc.self || (sc.self != "" && strings.EqualFold(sib.name, sc.self)) {
 			k = next
@@ -358,6 +362,11 @@ type mention struct{ k, e int }
 // matching order is about.
 func crossMatch(res []*regexp.Regexp, sent string, marks []int) (int, bool) {
 	for _, re := range res {
+		// Most sentences that name a tool give no order about it: the
+		// cheaper question comes first.
+		if !re.MatchString(sent) {
+			continue
+		}
 		loc := re.FindStringIndex(sent)
 		if loc == nil {
 			continue

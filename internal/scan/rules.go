@@ -318,13 +318,27 @@ func compileRule(category string, sp ruleSpec) (*Rule, error) {
 // patterns' required literals: one pass over a string tells which rules and
 // patterns can match, so the regular expressions of the others never run.
 // This is what keeps the whole set fast. Bytes that occur in no keyword
-// share one class, which keeps the table small.
+// share one class, which keeps the table small. The pass reads one table
+// entry per byte: states are numbered breadth-first, so the shallow states
+// ordinary text stays in share a few cache lines, and an entry's sign bit
+// says whether the state it leads to reports anything, so the outputs are
+// only looked at where a keyword ends.
 type acMachine struct {
-	class [256]uint8 // byte -> column; 0 for bytes in no keyword
-	ncls  int
-	next  []int32   // state*ncls + class -> state
-	out   [][]int32 // marks (see markRule) of the keywords that end at each state
+	class  [256]uint8 // byte -> column; 0 for bytes in no keyword
+	ncls   int
+	next   []uint16 // state*ncls + class -> state, | hasOut when it has outputs
+	wide   []int32  // the same, when there are too many states for next
+	outAt  []int32 // outputs of state st: outs[outAt[st]:outAt[st+1]]
+	outs   []int32 // marks (see markRule) of the keywords that end at a state
+	nstate int
 }
+
+// hasOut is the top bit of a table entry. Entries are 16 bits while the
+// states fit (halving the table keeps its busy rows in cache), 32 past that.
+const (
+	hasOut    = 1 << 15
+	hasOutBig = -1 << 31
+)
 
 func newAC(words []string, outputs []int) *acMachine {
 	m := &acMachine{ncls: 1}
@@ -339,54 +353,90 @@ func newAC(words []string, outputs []int) *acMachine {
 	// A newline reads as a space: literal sets then need no newline
 	// variants (normalized text has one separator between words).
 	m.class['\n'] = m.class[' ']
+	var next []int32
+	var out [][]int32
 	newState := func() int32 {
 		for i := 0; i < m.ncls; i++ {
-			m.next = append(m.next, -1)
+			next = append(next, -1)
 		}
-		m.out = append(m.out, nil)
-		return int32(len(m.out) - 1)
+		out = append(out, nil)
+		return int32(len(out) - 1)
 	}
 	newState()
 	for wi, w := range words {
 		st := int32(0)
 		for k := 0; k < len(w); k++ {
 			c := int32(m.class[w[k]])
-			if m.next[st*int32(m.ncls)+c] < 0 {
+			if next[st*int32(m.ncls)+c] < 0 {
 				n := newState()
-				m.next[st*int32(m.ncls)+c] = n
+				next[st*int32(m.ncls)+c] = n
 			}
-			st = m.next[st*int32(m.ncls)+c]
+			st = next[st*int32(m.ncls)+c]
 		}
-		m.out[st] = appendUnique(m.out[st], int32(outputs[wi]))
+		out[st] = appendUnique(out[st], int32(outputs[wi]))
 	}
 	// Breadth-first: fill failure links into a complete transition table.
 	nc := int32(m.ncls)
-	fail := make([]int32, len(m.out))
+	fail := make([]int32, len(out))
+	bfs := []int32{0}
 	var queue []int32
 	for c := int32(0); c < nc; c++ {
-		if n := m.next[c]; n > 0 {
+		if n := next[c]; n > 0 {
 			fail[n] = 0
 			queue = append(queue, n)
 		} else {
-			m.next[c] = 0
+			next[c] = 0
 		}
 	}
 	for len(queue) > 0 {
 		st := queue[0]
 		queue = queue[1:]
-		for _, r := range m.out[fail[st]] {
-			m.out[st] = appendUnique(m.out[st], r)
+		bfs = append(bfs, st)
+		for _, r := range out[fail[st]] {
+			out[st] = appendUnique(out[st], r)
 		}
 		for c := int32(0); c < nc; c++ {
-			n := m.next[st*nc+c]
+			n := next[st*nc+c]
 			if n >= 0 {
-				fail[n] = m.next[fail[st]*nc+c]
+				fail[n] = next[fail[st]*nc+c]
 				queue = append(queue, n)
 			} else {
-				m.next[st*nc+c] = m.next[fail[st]*nc+c]
+				next[st*nc+c] = next[fail[st]*nc+c]
 			}
 		}
 	}
+	// Renumber in breadth-first order and flag the states with outputs.
+	perm := make([]int32, len(out))
+	for i, st := range bfs {
+		perm[st] = int32(i)
+	}
+	m.nstate = len(bfs)
+	if len(bfs) < hasOut {
+		m.next = make([]uint16, len(next))
+	} else {
+		m.wide = make([]int32, len(next))
+	}
+	m.outAt = make([]int32, 0, len(bfs)+1)
+	for i, st := range bfs {
+		for c := int32(0); c < nc; c++ {
+			t := next[st*nc+c]
+			v := perm[t]
+			if m.next != nil {
+				if len(out[t]) > 0 {
+					v |= hasOut
+				}
+				m.next[int32(i)*nc+c] = uint16(v)
+			} else {
+				if len(out[t]) > 0 {
+					v |= hasOutBig
+				}
+				m.wide[int32(i)*nc+c] = v
+			}
+		}
+		m.outAt = append(m.outAt, int32(len(m.outs)))
+		m.outs = append(m.outs, out[st]...)
+	}
+	m.outAt = append(m.outAt, int32(len(m.outs)))
 	return m
 }
 
@@ -410,16 +460,41 @@ func markPattern(j int) int { return 3*j + 2 }
 // hits not nil, it also records where the required literals of gated
 // patterns end, for running those patterns only near them in long texts.
 func (m *acMachine) candidates(s []byte, marks []bool, hits *[]litHit, counts []int32) {
+	if m.next == nil {
+		m.candidatesWide(s, marks, hits, counts)
+		return
+	}
+	st := uint32(0)
+	nc := uint32(m.ncls)
+	next, class := m.next, &m.class
+	for i := 0; i < len(s); i++ {
+		v := next[st*nc+uint32(class[s[i]])]
+		st = uint32(v &^ hasOut)
+		if v&hasOut != 0 {
+			m.report(st, i, marks, hits, counts)
+		}
+	}
+}
+
+func (m *acMachine) candidatesWide(s []byte, marks []bool, hits *[]litHit, counts []int32) {
 	st := int32(0)
 	nc := int32(m.ncls)
 	for i := 0; i < len(s); i++ {
-		st = m.next[st*nc+int32(m.class[s[i]])]
-		for _, r := range m.out[st] {
-			marks[r] = true
-			if hits != nil && r%3 == 2 && len(*hits) < maxLitHits {
-				*hits = append(*hits, litHit{gate: r / 3, end: int32(i + 1)})
-				counts[r/3]++
-			}
+		v := m.wide[st*nc+int32(m.class[s[i]])]
+		st = v &^ hasOutBig
+		if v < 0 {
+			m.report(uint32(st), i, marks, hits, counts)
+		}
+	}
+}
+
+// report marks the outputs of state st, reached after s[i].
+func (m *acMachine) report(st uint32, i int, marks []bool, hits *[]litHit, counts []int32) {
+	for _, r := range m.outs[m.outAt[st]:m.outAt[st+1]] {
+		marks[r] = true
+		if hits != nil && r%3 == 2 && len(*hits) < maxLitHits {
+			*hits = append(*hits, litHit{gate: r / 3, end: int32(i + 1)})
+			counts[r/3]++
 		}
 	}
 }

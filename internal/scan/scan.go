@@ -79,6 +79,7 @@ func ToolsAmong(tools, others []json.RawMessage) [][]Finding {
 		sc.reset()
 		sc.self = names[i]
 		sc.siblings = all.siblings
+		sc.sibShape = all.sibShape
 		sc.walkJSON(t, "")
 		out[i] = sc.result()
 	}
@@ -134,6 +135,7 @@ type scanner struct {
 	set      *ruleSet
 	self     string
 	siblings map[string]sibling // by normalized lower-case name; may include self
+	sibShape [256]uint64        // per first byte of a sibling's name, bit len%64: most words are no name, and this says so without hashing them
 	skipKeys map[string]bool
 	out      []Finding
 	order    map[string]int // path -> order first seen, for sorting
@@ -184,6 +186,7 @@ func (sc *scanner) addSibling(name string) {
 		sc.siblings = map[string]sibling{}
 	}
 	sc.siblings[l] = sibling{name: name, lower: l}
+	sc.sibShape[l[0]] |= 1 << (len(l) % 64)
 }
 
 // nameRune: the characters of MCP tool names ([A-Za-z0-9_.-]), lower-cased.
