@@ -328,8 +328,8 @@ type acMachine struct {
 	ncls   int
 	next   []uint16 // state*ncls + class -> state, | hasOut when it has outputs
 	wide   []int32  // the same, when there are too many states for next
-	outAt  []int32 // outputs of state st: outs[outAt[st]:outAt[st+1]]
-	outs   []int32 // marks (see markRule) of the keywords that end at a state
+	outAt  []int32  // outputs of state st: outs[outAt[st]:outAt[st+1]]
+	outs   []int32  // marks (see markRule) of the keywords that end at a state
 	nstate int
 }
 
