@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"regexp"
+	"regexp/syntax"
 	"sort"
 	"strings"
 	"sync"
@@ -53,6 +54,7 @@ type Rule struct {
 	snip        []int     // per pattern: index of the submatch "s", or 0
 	gates       [][]int32 // per pattern: its literal sets' gate numbers (none: it always runs)
 	reach       []int     // per pattern: longest match in bytes (maxMatchLen), for windows
+	lineStart   []bool    // per pattern: it has a ^ or \A, so windows start at a line start
 }
 
 type ruleSet struct {
@@ -216,6 +218,28 @@ func commonGate(set []string) bool {
 	return false
 }
 
+// hasAnchor reports a pattern that can look at where a line or the text
+// begins.
+func hasAnchor(re *regexp.Regexp) bool {
+	p, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return true
+	}
+	var walk func(*syntax.Regexp) bool
+	walk = func(x *syntax.Regexp) bool {
+		if x.Op == syntax.OpBeginLine || x.Op == syntax.OpBeginText {
+			return true
+		}
+		for _, sub := range x.Sub {
+			if walk(sub) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(p)
+}
+
 // minimalSet drops the strings that contain another string of the set:
 // wherever the longer one occurs, the shorter one does too, so it adds
 // nothing to the gate but outputs for the automaton to report.
@@ -303,6 +327,7 @@ func compileRule(category string, sp ruleSpec) (*Rule, error) {
 		r.snip = append(r.snip, re.SubexpIndex("s"))
 		r.gates = append(r.gates, nil)
 		r.reach = append(r.reach, maxMatchLen(p))
+		r.lineStart = append(r.lineStart, hasAnchor(re))
 	}
 	for _, p := range sp.Unless {
 		re, err := regexp.Compile(p)

@@ -679,7 +679,7 @@ func (r *Rule) findInWindows(pi int, s []byte, g int32, gates []int32, near *hit
 		return r.matchIn(pi, s[lo:hi], lo)
 	}
 	for _, end := range near.of(g) {
-		a := windowStart(s, backChars(s, int(end), before))
+		a := windowStart(s, backChars(s, int(end), before), r.lineStart[pi])
 		b := forwardChars(s, int(end), after)
 		if !near.allWithin(gates, g, a, b) {
 			continue
@@ -770,14 +770,16 @@ func forwardChars(s []byte, i, n int) int {
 	return i
 }
 
-// windowStart moves a window's start back to the start of its line or, failing
-// that within a short distance, of its word, so anchors and \b see what they
-// would in the whole text.
-func windowStart(s []byte, a int) int {
+// windowStart moves a window's start back to the start of its word, so \b
+// sees what it would in the whole text, and for a pattern with a line or
+// text anchor (lines) first to the start of its line, within a short
+// distance. Only anchored patterns pay for the longer window: for a short
+// pattern, reading back to the line start was most of what it read.
+func windowStart(s []byte, a int, lines bool) int {
 	if a <= 0 {
 		return 0
 	}
-	for k := a; k > 0 && a-k < 256; k-- {
+	for k := a; lines && k > 0 && a-k < 256; k-- {
 		if s[k-1] == '\n' {
 			return k
 		}
