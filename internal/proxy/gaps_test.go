@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -159,5 +160,51 @@ func TestBlockingStdinCancel(t *testing.T) {
 	}
 	if fl&unix.O_NONBLOCK != 0 {
 		t.Error("the client's stdin was left in non-blocking mode")
+	}
+}
+
+// TestClientLeavesWhileServerNotReading: the client sends more than the
+// pipes hold to a server that never reads, then goes away. The client pump
+// is stuck writing and cannot read the EOF; the session must end anyway.
+func TestClientLeavesWhileServerNotReading(t *testing.T) {
+	srv := startFixture(t, "stubborn") // never reads its stdin
+	cinR, cinW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	coutR, coutW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coutR.Close()
+	go io.Copy(io.Discard, coutR)
+	var stderr recorder
+	done := make(chan struct{})
+	go func() {
+		Run(context.Background(), Config{Session: &Session{Name: "stubborn"}, StopTimeout: 300 * time.Millisecond,
+			Stderr: writerFunc(func(b []byte) (int, error) { stderr.add(b); return len(b), nil })}, cinR, coutW, srv)
+		coutW.Close()
+		close(done)
+	}()
+	note := []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("x", 64<<10) + "\"}}\n")
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		for i := 0; i < 200; i++ { // 13 MiB: far more than the pipes hold
+			if _, err := cinW.Write(note); err != nil {
+				return
+			}
+		}
+	}()
+	time.Sleep(time.Second) // every pipe full, the pump stuck writing
+	cinW.Close()            // the client goes away
+	<-wrote
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not notice the client leave while the server was not reading")
+	}
+	if !strings.Contains(stderr.String(), "the client left while the server was not reading") {
+		t.Errorf("stderr:\n%s", stderr.String())
 	}
 }

@@ -81,10 +81,11 @@ const ReservedIDPrefix = "mcpcage-"
 // wake, is read through a non-blocking duplicate whose read deadline ends
 // the read, and its blocking mode is restored before Run returns. Every
 // goroutine Run starts has ended when it returns, except a read from another
-// clientIn that closing does not interrupt, or a client pump blocked writing
-// to a server that stopped reading until Stop closes that pipe: such a
-// goroutine ends with the client or the process, and handles nothing it
-// reads after Run decided to stop.
+// clientIn that closing does not interrupt: it ends with the client or the
+// process, and handles nothing it reads after Run decided to stop. A client
+// that leaves while a write to the server has been stuck for StopTimeout
+// (the server stopped reading) ends the session as EOF would, on Linux,
+// where the hang-up of an *os.File clientIn can be seen without reading.
 func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Writer, srv Server) (int, error) {
 	if cfg.Session == nil {
 		cfg.Session = &Session{}
@@ -168,12 +169,17 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	clientDone := make(chan struct{})
 	pumpIn, interrupt, restore := interruptible(clientIn)
 	go func() { r.pumpClient(pumpIn); close(clientDone) }()
+	clientGone, watchStop, watchDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() { r.watchHangup(pumpIn, clientGone, watchStop); close(watchDone) }()
 
 	select {
 	case <-clientDone:
+	case <-clientGone:
 	case <-ctx.Done():
 	case <-r.serverGone:
 	}
+	close(watchStop)
+	<-watchDone
 
 	// Shutdown: the server first, then whatever still waits on it.
 	r.closeServerStdin()
@@ -276,6 +282,9 @@ type run struct {
 	seq      atomic.Uint64
 	stopped  atomic.Bool
 
+	serverWrites   atomic.Int32 // writes to the server in progress
+	serverProgress atomic.Int64 // when one last began or ended, Unix ns
+
 	mu           sync.Mutex
 	pendingC2S   *pendingSet // client requests the server has not answered
 	pendingS2C   *pendingSet // server requests the client has not answered
@@ -323,7 +332,59 @@ func (r *run) writeServer(msg []byte, flush bool) {
 	if closed {
 		return
 	}
+	r.serverWriting(true)
 	_ = r.toServer.Write(msg, flush)
+	r.serverWriting(false)
+}
+
+// serverWriting counts writes to the server in progress and notes when one
+// last began or ended, so that watchHangup can tell a server that stopped
+// reading.
+func (r *run) serverWriting(start bool) {
+	if start {
+		if r.serverWrites.Add(1) == 1 {
+			r.serverProgress.Store(time.Now().UnixNano())
+		}
+		return
+	}
+	r.serverProgress.Store(time.Now().UnixNano())
+	r.serverWrites.Add(-1)
+}
+
+// watchHangup closes gone when the client has closed its end of in while a
+// write to the server has been stuck for StopTimeout: the client pump,
+// waiting on that write, cannot read the client's EOF, and a server that
+// stopped reading would otherwise keep the session open forever.
+func (r *run) watchHangup(in io.Reader, gone chan<- struct{}, stop <-chan struct{}) {
+	f, ok := in.(*os.File)
+	if !ok {
+		return
+	}
+	raw, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		if r.serverWrites.Load() == 0 || time.Since(time.Unix(0, r.serverProgress.Load())) < r.cfg.StopTimeout {
+			continue
+		}
+		hup := false
+		if raw.Control(func(fd uintptr) { hup = hungUp(fd) }) != nil {
+			return
+		}
+		if hup {
+			r.logf("the client left while the server was not reading its input; ending the session")
+			close(gone)
+			return
+		}
+	}
 }
 
 func (r *run) writeClient(msg []byte, flush bool) {
@@ -459,7 +520,9 @@ func (r *run) flushUnless(rd *jsonrpc.Reader, dir Direction) {
 	closed := r.stdinClosed
 	r.mu.Unlock()
 	if !closed {
+		r.serverWriting(true)
 		_ = r.toServer.Flush()
+		r.serverWriting(false)
 	}
 }
 
