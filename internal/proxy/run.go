@@ -282,8 +282,9 @@ type run struct {
 	seq      atomic.Uint64
 	stopped  atomic.Bool
 
-	serverWrites   atomic.Int32 // writes to the server in progress
-	serverProgress atomic.Int64 // when one last began or ended, Unix ns
+	serverWrites  atomic.Int32  // writes to the server in progress
+	serverWritten atomic.Uint64 // writes to the server done
+	stdinShut     atomic.Bool   // stdinClosed, for the pumps' fast path
 
 	mu           sync.Mutex
 	pendingC2S   *pendingSet // client requests the server has not answered
@@ -311,6 +312,7 @@ func (r *run) closeServerStdin() {
 	r.mu.Lock()
 	already := r.stdinClosed
 	r.stdinClosed = true
+	r.stdinShut.Store(true)
 	r.mu.Unlock()
 	if !already {
 		_ = r.srv.Stdin().Close()
@@ -326,10 +328,7 @@ func (r *run) closeServerStdin() {
 // a peer that is itself waiting for us to read (a full pipe each way). Such
 // answers go through replyLater instead.
 func (r *run) writeServer(msg []byte, flush bool) {
-	r.mu.Lock()
-	closed := r.stdinClosed
-	r.mu.Unlock()
-	if closed {
+	if r.stdinShut.Load() {
 		return
 	}
 	r.serverWriting(true)
@@ -337,17 +336,15 @@ func (r *run) writeServer(msg []byte, flush bool) {
 	r.serverWriting(false)
 }
 
-// serverWriting counts writes to the server in progress and notes when one
-// last began or ended, so that watchHangup can tell a server that stopped
-// reading.
+// serverWriting counts writes to the server in progress and those done, so
+// that watchHangup can tell a server that stopped reading. (Counters, not
+// clocks: this runs for every message.)
 func (r *run) serverWriting(start bool) {
 	if start {
-		if r.serverWrites.Add(1) == 1 {
-			r.serverProgress.Store(time.Now().UnixNano())
-		}
+		r.serverWrites.Add(1)
 		return
 	}
-	r.serverProgress.Store(time.Now().UnixNano())
+	r.serverWritten.Add(1)
 	r.serverWrites.Add(-1)
 }
 
@@ -366,14 +363,19 @@ func (r *run) watchHangup(in io.Reader, gone chan<- struct{}, stop <-chan struct
 	}
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
+	var done uint64
+	stuck := time.Now()
 	for {
 		select {
 		case <-stop:
 			return
-		case <-tick.C:
-		}
-		if r.serverWrites.Load() == 0 || time.Since(time.Unix(0, r.serverProgress.Load())) < r.cfg.StopTimeout {
-			continue
+		case now := <-tick.C:
+			if d := r.serverWritten.Load(); r.serverWrites.Load() == 0 || d != done {
+				done, stuck = d, now
+			}
+			if now.Sub(stuck) < r.cfg.StopTimeout {
+				continue
+			}
 		}
 		hup := false
 		if raw.Control(func(fd uintptr) { hup = hungUp(fd) }) != nil {
@@ -516,10 +518,7 @@ func (r *run) flushUnless(rd *jsonrpc.Reader, dir Direction) {
 		}
 		return
 	}
-	r.mu.Lock()
-	closed := r.stdinClosed
-	r.mu.Unlock()
-	if !closed {
+	if !r.stdinShut.Load() {
 		r.serverWriting(true)
 		_ = r.toServer.Flush()
 		r.serverWriting(false)
