@@ -265,11 +265,15 @@ var (
 	)
 )
 
+// compileAll compiles the patterns, and last their alternation: crossMatch
+// asks it first, so a sentence that matches none is read once, not once per
+// pattern.
 func compileAll(ps ...string) []*regexp.Regexp {
-	out := make([]*regexp.Regexp, len(ps))
+	out := make([]*regexp.Regexp, len(ps)+1)
 	for i, p := range ps {
 		out[i] = regexp.MustCompile(p)
 	}
+	out[len(ps)] = regexp.MustCompile("(?:" + strings.Join(ps, ")|(?:") + ")")
 	return out
 }
 
@@ -361,7 +365,10 @@ type mention struct{ k, e int }
 // crossMatch returns which mention (by its "@t" offset in marks) the first
 // matching order is about.
 func crossMatch(res []*regexp.Regexp, sent string, marks []int) (int, bool) {
-	for _, re := range res {
+	if !res[len(res)-1].MatchString(sent) {
+		return 0, false
+	}
+	for _, re := range res[:len(res)-1] {
 		// Most sentences that name a tool give no order about it: the
 		// cheaper question comes first.
 		if !re.MatchString(sent) {

@@ -113,6 +113,19 @@ func normalize(s string, nt *normText, ident bool) {
 	var dec []byte
 	for i := 0; i < len(s); {
 		c := s[i]
+		if c > ' ' && c < 0x7f && !ident {
+			// Printable ASCII other than space, most of any text: the
+			// same as emit, without its whitespace bookkeeping.
+			b = append(b, c)
+			if c >= 'A' && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			lb = append(lb, c)
+			st = append(st, int32(i))
+			en = append(en, int32(i+1))
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
 			switch {
 			case c == '\n':

@@ -489,15 +489,33 @@ func (m *acMachine) candidates(s []byte, marks []bool, hits *[]litHit, counts []
 		m.candidatesWide(s, marks, hits, counts)
 		return
 	}
+	// The hits are kept in a local slice while the text is read: appending
+	// through the pointer would store the slice back to the heap on every
+	// literal.
+	var h []litHit
+	record := hits != nil
+	if record {
+		h = *hits
+	}
 	st := uint32(0)
 	nc := uint32(m.ncls)
 	next, class := m.next, &m.class
 	for i := 0; i < len(s); i++ {
 		v := next[st*nc+uint32(class[s[i]])]
 		st = uint32(v &^ hasOut)
-		if v&hasOut != 0 {
-			m.report(st, i, marks, hits, counts)
+		if v&hasOut == 0 {
+			continue
 		}
+		for _, r := range m.outs[m.outAt[st]:m.outAt[st+1]] {
+			marks[r] = true
+			if record && r%3 == 2 && len(h) < maxLitHits {
+				h = append(h, litHit{gate: r / 3, end: int32(i + 1)})
+				counts[r/3]++
+			}
+		}
+	}
+	if record {
+		*hits = h
 	}
 }
 
@@ -507,19 +525,15 @@ func (m *acMachine) candidatesWide(s []byte, marks []bool, hits *[]litHit, count
 	for i := 0; i < len(s); i++ {
 		v := m.wide[st*nc+int32(m.class[s[i]])]
 		st = v &^ hasOutBig
-		if v < 0 {
-			m.report(uint32(st), i, marks, hits, counts)
+		if v >= 0 {
+			continue
 		}
-	}
-}
-
-// report marks the outputs of state st, reached after s[i].
-func (m *acMachine) report(st uint32, i int, marks []bool, hits *[]litHit, counts []int32) {
-	for _, r := range m.outs[m.outAt[st]:m.outAt[st+1]] {
-		marks[r] = true
-		if hits != nil && r%3 == 2 && len(*hits) < maxLitHits {
-			*hits = append(*hits, litHit{gate: r / 3, end: int32(i + 1)})
-			counts[r/3]++
+		for _, r := range m.outs[m.outAt[st]:m.outAt[st+1]] {
+			marks[r] = true
+			if hits != nil && r%3 == 2 && len(*hits) < maxLitHits {
+				*hits = append(*hits, litHit{gate: r / 3, end: int32(i + 1)})
+				counts[r/3]++
+			}
 		}
 	}
 }
