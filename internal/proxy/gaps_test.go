@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -207,4 +208,59 @@ func TestClientLeavesWhileServerNotReading(t *testing.T) {
 	if !strings.Contains(stderr.String(), "the client left while the server was not reading") {
 		t.Errorf("stderr:\n%s", stderr.String())
 	}
+}
+
+// TestTerminalStdinLeftAlone: a terminal on stdin (a person trying mcpcage
+// out) is shared with the shell; the proxy never switches it to
+// non-blocking mode, and cancellation still ends Run.
+func TestTerminalStdinLeftAlone(t *testing.T) {
+	mfd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	master := os.NewFile(uintptr(mfd), "ptmx")
+	defer master.Close()
+	if err := unix.IoctlSetPointerInt(mfd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(mfd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sfd, err := unix.Open("/dev/pts/"+strconv.Itoa(n), unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tty := os.NewFile(uintptr(sfd), "tty") // blocking, as os.Stdin on a terminal is
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	go io.Copy(io.Discard, outR)
+	srv := startFixture(t, "raw")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		Run(ctx, Config{Session: &Session{Name: "raw"}, StopTimeout: 5 * time.Second}, tty, outW, srv)
+		outW.Close()
+		close(done)
+	}()
+	time.Sleep(300 * time.Millisecond) // the pump is reading the terminal
+	fl, err := unix.FcntlInt(uintptr(sfd), unix.F_GETFL, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fl&unix.O_NONBLOCK != 0 {
+		t.Error("the terminal was switched to non-blocking mode")
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return after cancellation with a terminal on stdin")
+	}
+	master.Close() // ends the read still waiting on the terminal
+	time.Sleep(100 * time.Millisecond)
+	tty.Close()
 }

@@ -77,9 +77,10 @@ const ReservedIDPrefix = "mcpcage-"
 // request of the client it left unanswered is answered with an error naming
 // how it ended (ExitReasoner). If clientIn is an io.Closer it is closed
 // before Run returns, so that the goroutine reading it ends; an *os.File in
-// blocking mode (os.Stdin on a pipe or a terminal), which Close does not
-// wake, is read through a non-blocking duplicate whose read deadline ends
-// the read, and its blocking mode is restored before Run returns. Every
+// blocking mode (os.Stdin on a pipe), which Close does not wake, is read
+// through a non-blocking duplicate whose read deadline ends the read, and
+// its blocking mode is restored before Run returns. A terminal is neither
+// switched nor closed (see interruptible). Every
 // goroutine Run starts has ended when it returns, except a read from another
 // clientIn that closing does not interrupt: it ends with the client or the
 // process, and handles nothing it reads after Run decided to stop. A client
@@ -167,7 +168,7 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	r.startReplies()
 	go func() { r.pumpServer(); close(r.serverGone) }()
 	clientDone := make(chan struct{})
-	pumpIn, interrupt, restore := interruptible(clientIn)
+	pumpIn, interrupt, restore, closeIn := interruptible(clientIn)
 	go func() { r.pumpClient(pumpIn); close(clientDone) }()
 	clientGone, watchStop, watchDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() { r.watchHangup(pumpIn, clientGone, watchStop); close(watchDone) }()
@@ -230,7 +231,7 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	case <-time.After(100 * time.Millisecond):
 	}
 	restore() // before the Close below, which would make it impossible
-	if closer && isFile {
+	if closer && isFile && closeIn {
 		_ = c.Close()
 	}
 	r.waitBounded(stderrDone, "server stderr")

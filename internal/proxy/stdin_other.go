@@ -4,4 +4,6 @@ package proxy
 
 import "io"
 
-func interruptible(in io.Reader) (io.Reader, func(), func()) { return in, func() {}, func() {} }
+func interruptible(in io.Reader) (io.Reader, func(), func(), bool) {
+	return in, func() {}, func() {}, true
+}
