@@ -265,16 +265,41 @@ var (
 	)
 )
 
-// compileAll compiles the patterns, and last their alternation: crossMatch
-// asks it first, so a sentence that matches none is read once, not once per
-// pattern.
-func compileAll(ps ...string) []*regexp.Regexp {
-	out := make([]*regexp.Regexp, len(ps)+1)
-	for i, p := range ps {
-		out[i] = regexp.MustCompile(p)
+// crossPatterns are the cross-tool patterns with their required literal
+// sets (see literalSets): a sentence that lacks a string of one of a
+// pattern's sets cannot match it, and most sentences naming a tool are
+// turned away by a few strings.Contains instead of a regular expression.
+type crossPatterns struct {
+	res   []*regexp.Regexp
+	gates [][][]string
+}
+
+func compileAll(ps ...string) crossPatterns {
+	var c crossPatterns
+	for _, p := range ps {
+		c.res = append(c.res, regexp.MustCompile(p))
+		c.gates = append(c.gates, requiredLiteralSets(p))
 	}
-	out[len(ps)] = regexp.MustCompile("(?:" + strings.Join(ps, ")|(?:") + ")")
-	return out
+	return c
+}
+
+// mayMatch: sent holds a string of every literal set of pattern i. Sentences
+// are cut at newlines and normalized text has single spaces, so a set's
+// " " stands for what \s+ matches there.
+func (c *crossPatterns) mayMatch(i int, sent string) bool {
+	for _, set := range c.gates[i] {
+		found := false
+		for _, l := range set {
+			if strings.Contains(sent, l) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // checkCrossTool reports a string that names another tool of the list in a
@@ -364,14 +389,9 @@ type mention struct{ k, e int }
 
 // crossMatch returns which mention (by its "@t" offset in marks) the first
 // matching order is about.
-func crossMatch(res []*regexp.Regexp, sent string, marks []int) (int, bool) {
-	if !res[len(res)-1].MatchString(sent) {
-		return 0, false
-	}
-	for _, re := range res[:len(res)-1] {
-		// Most sentences that name a tool give no order about it: the
-		// cheaper question comes first.
-		if !re.MatchString(sent) {
+func crossMatch(c crossPatterns, sent string, marks []int) (int, bool) {
+	for i, re := range c.res {
+		if !c.mayMatch(i, sent) {
 			continue
 		}
 		loc := re.FindStringIndex(sent)

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -60,7 +61,7 @@ func ToolsAmong(tools, others []json.RawMessage) [][]Finding {
 	for i, t := range tools {
 		names[i] = itemName(t)
 	}
-	all := newScanner()
+	all := &scanner{} // holds only the names
 	for _, n := range names {
 		if len(all.siblings) >= maxSiblings {
 			break
@@ -74,7 +75,8 @@ func ToolsAmong(tools, others []json.RawMessage) [][]Finding {
 		all.addSibling(itemName(o))
 	}
 	out := make([][]Finding, len(tools))
-	sc := newScanner()
+	sc := getScanner()
+	defer putScanner(sc)
 	for i, t := range tools {
 		sc.reset()
 		sc.self = names[i]
@@ -159,6 +161,34 @@ type scanner struct {
 	nt       normText
 	dec      *jsontext.Decoder // reused across items
 	rd       *bytes.Reader
+}
+
+// scanners keeps the buffers of finished list scans: a proxy scans every
+// tools/list it forwards, and the buffers of a long description are most of
+// what a scan allocates.
+var scanners sync.Pool
+
+func getScanner() *scanner {
+	if sc, ok := scanners.Get().(*scanner); ok {
+		return sc
+	}
+	return newScanner()
+}
+
+// putScanner keeps sc's buffers and drops everything else, so nothing of one
+// scan reaches the next.
+func putScanner(sc *scanner) {
+	nt := sc.nt
+	nt.raw = ""
+	if sc.rd != nil {
+		sc.rd.Reset(nil)
+	}
+	*sc = scanner{set: sc.set, order: sc.order, seen: sc.seen, marks: sc.marks, pb: sc.pb[:0],
+		hits: sc.hits[:0], counts: sc.counts, byGate: sc.byGate, fill: sc.fill[:0], leet: sc.leet[:0],
+		nt: nt, dec: sc.dec, rd: sc.rd}
+	clear(sc.order)
+	clear(sc.seen)
+	scanners.Put(sc)
 }
 
 func newScanner() *scanner {
