@@ -3,6 +3,7 @@ package scan
 import (
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -165,6 +166,97 @@ func TestLiteralGateRandom(t *testing.T) {
 		sc.text(s)
 		if a, b := ids(gated), ids(sc.result()); a != b {
 			t.Fatalf("%q: gated [%s], ungated [%s]", s, a, b)
+		}
+	}
+}
+
+// TestCrossGateSound: the literal sets that turn sentences away from the
+// cross-tool patterns never turn away one that matches. Every example of
+// every rule is read with its snake_case words standing for tools, as
+// checkCrossTool reads sentences.
+func TestCrossGateSound(t *testing.T) {
+	word := regexp.MustCompile("[`'\"]?[a-z0-9]+(?:_[a-z0-9]+)+[`'\"]?")
+	var nt normText
+	matched := 0
+	for _, r := range Rules() {
+		for _, ex := range append(append([]string(nil), r.Match...), r.NoMatch...) {
+			normalize(ex, &nt, false)
+			low := word.ReplaceAllString(string(nt.lower), "@t")
+			for _, sent := range strings.FieldsFunc(low, func(c rune) bool { return c == '\n' || c == '!' || c == '?' }) {
+				for _, c := range []crossPatterns{crossToolOrders, crossToolPrefer} {
+					for i, re := range c.res {
+						if !re.MatchString(sent) {
+							continue
+						}
+						matched++
+						if !c.mayMatch(i, sent) {
+							t.Errorf("cross-tool pattern %d matches %q but its literal sets %v turned it away", i, sent, c.gates[i])
+						}
+					}
+				}
+			}
+		}
+	}
+	if matched < 3 {
+		t.Fatalf("only %d sentences matched a cross-tool pattern: the test reads nothing", matched)
+	}
+}
+
+// TestAutomatonTables: both table widths (16-bit entries while the states
+// fit, 32-bit past that) report exactly the keywords that occur, where they
+// end.
+func TestAutomatonTables(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	letters := "abcdefgh .:_"
+	var words []string
+	var outs []int
+	for len(words) < 6000 {
+		n := 2 + rng.IntN(16)
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = letters[rng.IntN(len(letters))]
+		}
+		words = append(words, string(b))
+		outs = append(outs, markPattern(len(words)-1))
+	}
+	for _, nw := range []int{300, len(words)} {
+		m := newAC(words[:nw], outs[:nw])
+		if wide := m.next == nil; wide != (m.nstate >= hasOut) {
+			t.Fatalf("%d states: wide table %v", m.nstate, wide)
+		}
+		if nw == len(words) && m.next != nil {
+			t.Fatalf("%d keywords made only %d states: the wide table is not tested", nw, m.nstate)
+		}
+		for k := 0; k < 8; k++ {
+			b := make([]byte, 2000)
+			for i := range b {
+				b[i] = letters[rng.IntN(len(letters))]
+			}
+			marks := make([]bool, 3*nw)
+			counts := make([]int32, nw)
+			var hits []litHit
+			m.candidates(b, marks, &hits, counts)
+			got := map[litHit]bool{}
+			for _, h := range hits {
+				got[h] = true
+			}
+			want := 0
+			for wi, w := range words[:nw] {
+				for i := 0; i+len(w) <= len(b); i++ {
+					if string(b[i:i+len(w)]) == w {
+						want++
+						if !got[litHit{gate: int32(wi), end: int32(i + len(w))}] {
+							t.Fatalf("%d keywords: %q ending at %d not reported", nw, w, i+len(w))
+						}
+					}
+				}
+				if found := strings.Contains(string(b), w); marks[markPattern(wi)] != found {
+					t.Fatalf("%d keywords: %q marked %v, occurs %v", nw, w, marks[markPattern(wi)], found)
+				}
+			}
+			if len(hits) != want {
+				t.Fatalf("%d keywords: %d hits, want %d", nw, len(hits), want)
+			}
 		}
 	}
 }
