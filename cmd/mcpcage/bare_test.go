@@ -210,6 +210,21 @@ func (c *scriptClient) step(l string) error {
 	case "request":
 		m, p, _ := strings.Cut(rest, " ")
 		return c.request(m, p)
+	case "raw":
+		// A line sent as it is (malformed on purpose); its answer is printed.
+		if err := c.send(rest); err != nil {
+			return err
+		}
+		select {
+		case line, ok := <-c.lines:
+			if !ok {
+				return errors.New("the server went away")
+			}
+			fmt.Printf("< raw %s\n", line)
+			return nil
+		case <-time.After(20 * time.Second):
+			return errors.New("timed out waiting for the answer")
+		}
 	case "run":
 		argv := strings.Fields(rest)
 		if len(argv) == 0 {

@@ -271,6 +271,24 @@ func (p *auditPolicy) Observe(ctx context.Context, s *proxy.Session, ev *proxy.E
 	}
 }
 
+// ObserveRefusal records what the proxy turned away on its own (malformed or
+// oversized lines, batches, unknown versions, answers to nothing). The reason
+// names a position or a member name, never a value; the line itself is not
+// kept.
+func (p *auditPolicy) ObserveRefusal(ctx context.Context, s *proxy.Session, r proxy.Refusal) {
+	p.ensureStarted("")
+	from := "client"
+	if r.Dir == proxy.ServerToClient {
+		from = "server"
+	}
+	fields := map[string]any{"session": p.session, "server": p.rc.Name, "from": from,
+		"reason": clip(r.Reason, 200), "bytes": r.Size, "answered": r.Answer != nil}
+	if r.Method != "" {
+		fields["method"] = clip(r.Method, 256)
+	}
+	p.append("refused", fields)
+}
+
 func protocolOf(result []byte, s *proxy.Session) string {
 	var r struct {
 		ProtocolVersion string `json:"protocolVersion"`

@@ -43,8 +43,9 @@
 //	TIME    UTC, layout 2006-01-02T15:04:05.000000000Z (always 30 bytes)
 //	PREV    64 lowercase hex: SHA-256 of the previous line's bytes from its
 //	        "{" to its final "}" (the newline excluded); 64 "0" for seq 1
-//	KIND    [a-z_]{1,32}: session_start, call, blocked, session_end,
-//	        recovery, and pin, drift, approve from the pin commands
+//	KIND    [a-z_]{1,32}: session_start, call, blocked, refused,
+//	        session_end, recovery, and pin, drift, approve from the pin
+//	        commands
 //	FIELDS  one compact JSON object (no newline), the kind's fields
 //	MAC     64 lowercase hex: HMAC-SHA256(mac-key, SHA-256(BODY))
 //	BODY    the line's bytes from "{" up to, not including, `,"mac":"`
