@@ -66,7 +66,10 @@
 //
 // In a text longer than 256 characters, a pattern runs only on windows around
 // the occurrences of its rarest literal set, reaching as far as its longest
-// possible match (an unbounded repetition counted as 32 characters).
+// possible match (an unbounded repetition counted as 32 characters), and
+// only where each of its other literal sets also occurs inside the window. A
+// literal set holding a single common character (space, letter, digit,
+// common punctuation) constrains nothing and is not used.
 //
 // A rule reports at most one finding per string. Findings come ordered by
 // the order their paths were first seen, then by severity, highest first.
