@@ -181,9 +181,7 @@ func (sc *scanner) checkEncoded(s string) {
 // more hex digits.
 func encodedRuns(s string) []string {
 	var out []string
-	inAlpha := func(c byte) bool {
-		return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '-' || c == '_' || c == '='
-	}
+	inAlpha := func(c byte) bool { return byteClass[c]&classB64 != 0 }
 	for i := 0; i < len(s); {
 		if !inAlpha(s[i]) {
 			i++
@@ -408,16 +406,39 @@ func crossMatch(c crossPatterns, sent string, marks []int) (int, bool) {
 	return 0, false
 }
 
-func nameByte(c byte) bool { return wordByte(c) || c == '-' || c == '.' }
+func nameByte(c byte) bool { return byteClass[c]&className != 0 }
 
 func descriptive(p []byte) bool {
 	return string(p) == "description" || string(p) == "instructions" || string(p) == "title" ||
 		bytes.HasSuffix(p, []byte(".description")) || bytes.HasSuffix(p, []byte(".title")) || bytes.HasSuffix(p, []byte("]"))
 }
 
-func wordByte(c byte) bool {
-	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
+func wordByte(c byte) bool { return byteClass[c]&classWord != 0 }
+
+// byteClass answers the byte tests of the per-character loops with one load
+// each: they run over every byte of every description.
+var byteClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		b := byte(c)
+		word := b == '_' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+		if word {
+			t[c] |= classWord
+		}
+		if word || b == '-' || b == '.' {
+			t[c] |= className
+		}
+		if word || b == '+' || b == '/' || b == '-' || b == '=' {
+			t[c] |= classB64
+		}
+	}
+	return t
+}()
+
+const (
+	classWord = 1 << iota // [A-Za-z0-9_]
+	className             // a word byte, '-' or '.'
+	classB64              // base64 (standard or URL-safe) with padding
+)
 
 func isCamel(s string) bool {
 	lower := false
