@@ -274,9 +274,25 @@ func (c *Cage) wait() {
 	}
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if info, err := c.cli.ContainerInspect(ictx, c.id); err == nil && info.State != nil {
+	// The engine learns of an OOM kill from a separate event that can land
+	// just after the exit: a SIGKILL exit (137) is asked about a few times
+	// before it is taken for a plain kill.
+	for try := 0; ; try++ {
+		info, err := c.cli.ContainerInspect(ictx, c.id)
+		if err != nil || info.State == nil {
+			return
+		}
 		if info.State.OOMKilled {
 			c.oom.Store(true)
+			return
+		}
+		if c.exitCode != 137 || try == 10 {
+			return
+		}
+		select {
+		case <-ictx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
