@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,12 +145,19 @@ func readFiles(l clients.Layout, projectDir string, only []*clients.Client) []*f
 	return out
 }
 
-func ledgerPath() (string, error) {
+// openLedger opens the record of the entries --fix caged. A ledger that
+// cannot be read is reported and left out: protect then cannot say "was
+// caged", but everything else works.
+func openLedger(errOut io.Writer) *clients.Ledger {
 	d, err := home.Sub("protect")
 	if err != nil {
-		return "", err
+		return nil
 	}
-	return filepath.Join(d, "caged.json"), nil
+	ledger, err := clients.OpenLedger(filepath.Join(d, "caged.json"))
+	if err != nil {
+		fmt.Fprintf(errOut, "mcpcage: warning: %v\n", err)
+	}
+	return ledger
 }
 
 // Status words shown for a server.
@@ -256,13 +264,7 @@ func protectRun(opts *ProtectOptions) error {
 		return err
 	}
 	reports := readFiles(opts.Layout, opts.ProjectDir, only)
-	var ledger *clients.Ledger
-	if lp, err := ledgerPath(); err == nil {
-		ledger, err = clients.OpenLedger(lp)
-		if err != nil {
-			fmt.Fprintf(opts.IO.ErrOut, "mcpcage: warning: %v\n", err)
-		}
-	}
+	ledger := openLedger(opts.IO.ErrOut)
 	if opts.Fix {
 		return fixRun(opts, reports, ledger)
 	}

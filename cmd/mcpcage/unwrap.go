@@ -63,12 +63,7 @@ func unwrapRun(opts *UnwrapOptions) error {
 		return err
 	}
 	reports := readFiles(opts.Layout, opts.ProjectDir, only)
-	var ledger *clients.Ledger
-	if lp, err := ledgerPath(); err == nil {
-		if ledger, err = clients.OpenLedger(lp); err != nil {
-			fmt.Fprintf(opts.IO.ErrOut, "mcpcage: warning: %v\n", err)
-		}
-	}
+	ledger := openLedger(opts.IO.ErrOut)
 	var errs fileErrors
 	plans := plan(reports, clients.OpUnwrap, "", &errs)
 	for _, l := range errs.lines {
