@@ -1,23 +1,16 @@
 package main
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
-	"fmt"
-	"net"
-	"net/http"
 	"os/exec"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpcage/mcpcage/internal/cage"
 	"github.com/mcpcage/mcpcage/internal/cage/cagetest"
+	"github.com/mcpcage/mcpcage/internal/install/installtest"
 )
 
 // A stdlib-only MCP stdio server, packaged into a wheel by the test.
@@ -39,47 +32,9 @@ def main():
         print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
 `
 
-// pureWheel builds a py3-none-any wheel with one console script.
-func pureWheel(t *testing.T, name, version string, files map[string]string, script string) (string, []byte) {
-	t.Helper()
-	dist := strings.ReplaceAll(name, "-", "_")
-	info := dist + "-" + version + ".dist-info/"
-	all := map[string]string{
-		info + "METADATA":         "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n",
-		info + "WHEEL":            "Wheel-Version: 1.0\nGenerator: mcpcage-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-		info + "entry_points.txt": "[console_scripts]\n" + name + " = " + script + "\n",
-	}
-	for k, v := range files {
-		all[k] = v
-	}
-	names := make([]string, 0, len(all))
-	for n := range all {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var buf bytes.Buffer
-	var record strings.Builder
-	zw := zip.NewWriter(&buf)
-	for _, n := range names {
-		w, err := zw.Create(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write([]byte(all[n]))
-		sum := sha256.Sum256([]byte(all[n]))
-		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", n, base64.RawURLEncoding.EncodeToString(sum[:]), len(all[n]))
-	}
-	record.WriteString(info + "RECORD,,\n")
-	w, _ := zw.Create(info + "RECORD")
-	w.Write([]byte(record.String()))
-	zw.Close()
-	return dist + "-" + version + "-py3-none-any.whl", buf.Bytes()
-}
-
-// localIndex serves a PEP 503 simple index on the Docker bridge address of
-// this machine (the install container reaches it there) and records what was
-// downloaded.
-func localIndex(t *testing.T, files map[string]map[string][]byte) (url string, fetched func() []string) {
+// localIndex serves a PEP 503 simple index of files on the Docker bridge
+// address of this machine (the install container reaches it there).
+func localIndex(t *testing.T, files map[string]map[string][]byte) *installtest.Index {
 	t.Helper()
 	ctx := context.Background()
 	cli, err := cage.Connect(ctx)
@@ -91,39 +46,13 @@ func localIndex(t *testing.T, files map[string]map[string][]byte) (url string, f
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(gw, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	var mu = make(chan struct{}, 1)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu <- struct{}{}
-		got = append(got, r.URL.Path)
-		<-mu
-		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-		switch {
-		case len(parts) == 2 && parts[0] == "simple" && files[parts[1]] != nil:
-			w.Header().Set("Content-Type", "text/html")
-			fmt.Fprint(w, "<!DOCTYPE html><html><body>\n")
-			for name, b := range files[parts[1]] {
-				sum := sha256.Sum256(b)
-				fmt.Fprintf(w, "<a href=\"/files/%s/%s#sha256=%s\">%s</a><br>\n", parts[1], name, hex.EncodeToString(sum[:]), name)
-			}
-			fmt.Fprint(w, "</body></html>\n")
-		case len(parts) == 3 && parts[0] == "files" && files[parts[1]][parts[2]] != nil:
-			w.Write(files[parts[1]][parts[2]])
-		default:
-			http.NotFound(w, r)
+	ix := installtest.StartIndex(t, gw)
+	for project, fs := range files {
+		for name, b := range fs {
+			ix.Add(project, name, b)
 		}
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return "http://" + ln.Addr().String() + "/simple", func() []string {
-		mu <- struct{}{}
-		defer func() { <-mu }()
-		return append([]string(nil), got...)
 	}
+	return ix
 }
 
 // TestRunUvx: a Python server built into a wheel here, served from a local
@@ -131,12 +60,13 @@ func localIndex(t *testing.T, files map[string]map[string][]byte) (url string, f
 // client; a package that exists only as source is refused without being
 // downloaded.
 func TestRunUvx(t *testing.T) {
-	name, whl := pureWheel(t, "mcpcage-uvx-demo", "1.0.0", map[string]string{"uvx_demo/__init__.py": uvxServerPy}, "uvx_demo:main")
-	url, fetched := localIndex(t, map[string]map[string][]byte{
+	name, whl := installtest.Wheel(t, "mcpcage-uvx-demo", "1.0.0", map[string]string{"uvx_demo/__init__.py": uvxServerPy},
+		map[string]string{"mcpcage-uvx-demo": "uvx_demo:main"})
+	ix := localIndex(t, map[string]map[string][]byte{
 		"mcpcage-uvx-demo":    {name: whl},
 		"mcpcage-source-only": {"mcpcage-source-only-1.0.0.tar.gz": []byte("not a real sdist: must never be fetched")},
 	})
-	host := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/simple")
+	url, host := ix.URL, ix.Host()
 	env := []string{"PIP_INDEX_URL=" + url, "PIP_TRUSTED_HOST=" + host, "UV_INDEX_URL=" + url, "UV_INSECURE_HOST=" + host}
 	dir := stateDir(t)
 
@@ -165,7 +95,7 @@ func TestRunUvx(t *testing.T) {
 	if !strings.Contains(out.String(), `"id":1,"error"`) || !strings.Contains(out.String(), "installs only from source") {
 		t.Errorf("the waiting client got no error: %s", out.String())
 	}
-	for _, p := range fetched() {
+	for _, p := range ix.Requested() {
 		if strings.HasSuffix(p, ".tar.gz") {
 			t.Errorf("the sdist was downloaded: %s", p)
 		}

@@ -1,21 +1,15 @@
 package install
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
-	"fmt"
-	"html"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcpcage/mcpcage/internal/install/installtest"
 )
 
 // demoServerPy is a stdlib-only MCP stdio server with one tool.
@@ -40,133 +34,23 @@ def main():
         print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
 `
 
-// wheel builds a pure-Python wheel per the binary distribution format spec.
-func wheel(t *testing.T, name, version string, files map[string]string, scripts map[string]string, requires ...string) (string, []byte) {
-	t.Helper()
-	dist := strings.ReplaceAll(name, "-", "_")
-	info := dist + "-" + version + ".dist-info/"
-	meta := "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n"
-	for _, r := range requires {
-		meta += "Requires-Dist: " + r + "\n"
-	}
-	all := map[string]string{}
-	for k, v := range files {
-		all[k] = v
-	}
-	all[info+"METADATA"] = meta
-	all[info+"WHEEL"] = "Wheel-Version: 1.0\nGenerator: mcpcage-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-	if len(scripts) > 0 {
-		ep := "[console_scripts]\n"
-		for k, v := range scripts {
-			ep += k + " = " + v + "\n"
-		}
-		all[info+"entry_points.txt"] = ep
-	}
-	names := make([]string, 0, len(all))
-	for n := range all {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	var record strings.Builder
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, n := range names {
-		w, err := zw.Create(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write([]byte(all[n]))
-		sum := sha256.Sum256([]byte(all[n]))
-		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", n, base64.RawURLEncoding.EncodeToString(sum[:]), len(all[n]))
-	}
-	record.WriteString(info + "RECORD,,\n")
-	w, _ := zw.Create(info + "RECORD")
-	w.Write([]byte(record.String()))
-	zw.Close()
-	return dist + "-" + version + "-py3-none-any.whl", buf.Bytes()
-}
-
-// pypiIndex is a PEP 503 simple index on this machine's bridge address.
-type pypiIndex struct {
-	testRegistry
-	files map[string]map[string][]byte // project -> file name -> bytes
-	auth  string                       // "user:password" the index requires, or ""
-}
-
-func startPyPIIndex(t *testing.T, addr string) *pypiIndex {
-	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
-	if err != nil {
-		t.Fatalf("listen on the bridge address: %v", err)
-	}
-	ix := &pypiIndex{files: map[string]map[string][]byte{}}
-	ix.URL = "http://" + ln.Addr().String() + "/simple"
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ix.mu.Lock()
-		ix.requests = append(ix.requests, r.URL.Path)
-		ix.mu.Unlock()
-		if ix.auth != "" {
-			u, p, ok := r.BasicAuth()
-			if !ok || u+":"+p != ix.auth {
-				w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
-				http.Error(w, "unauthorized", http.StatusUnauthorized)
-				return
-			}
-		}
-		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-		switch {
-		case len(parts) == 2 && parts[0] == "simple":
-			proj := ix.files[parts[1]]
-			if proj == nil {
-				http.NotFound(w, r)
-				return
-			}
-			w.Header().Set("Content-Type", "text/html")
-			fmt.Fprint(w, "<!DOCTYPE html><html><body>\n")
-			for name, b := range proj {
-				sum := sha256.Sum256(b)
-				fmt.Fprintf(w, "<a href=\"/files/%s/%s#sha256=%s\">%s</a><br>\n", parts[1], html.EscapeString(name), hex.EncodeToString(sum[:]), html.EscapeString(name))
-			}
-			fmt.Fprint(w, "</body></html>\n")
-		case len(parts) == 3 && parts[0] == "files":
-			if b, ok := ix.files[parts[1]][parts[2]]; ok {
-				w.Write(b)
-				return
-			}
-			http.NotFound(w, r)
-		default:
-			http.NotFound(w, r)
-		}
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return ix
-}
-
-func (ix *pypiIndex) add(project, file string, b []byte) {
-	if ix.files[project] == nil {
-		ix.files[project] = map[string][]byte{}
-	}
-	ix.files[project][file] = b
-}
-
-func usePyPIIndex(t *testing.T, ix *pypiIndex) {
+func usePyPIIndex(t *testing.T, ix *installtest.Index) {
 	t.Setenv("PIP_INDEX_URL", ix.URL)
-	t.Setenv("PIP_TRUSTED_HOST", strings.TrimSuffix(strings.TrimPrefix(ix.URL, "http://"), "/simple"))
+	t.Setenv("PIP_TRUSTED_HOST", ix.Host())
 }
 
-func demoIndex(t *testing.T, addr string) *pypiIndex {
-	ix := startPyPIIndex(t, addr)
+func demoIndex(t *testing.T, addr string) *installtest.Index {
+	ix := installtest.StartIndex(t, addr)
 	for _, v := range []string{"0.9.0", "1.0.0"} {
-		f, b := wheel(t, "mcpcage-demo-server", v, map[string]string{"demo_mcp/__init__.py": demoServerPy},
+		f, b := installtest.Wheel(t, "mcpcage-demo-server", v, map[string]string{"demo_mcp/__init__.py": demoServerPy},
 			map[string]string{"mcpcage-demo-server": "demo_mcp:main"})
-		ix.add("mcpcage-demo-server", f, b)
+		ix.Add("mcpcage-demo-server", f, b)
 	}
 	// Only an sdist: building it would run its setup.py.
-	ix.add("mcpcage-source-only", "mcpcage-source-only-1.0.0.tar.gz", []byte("not a real sdist: must never be fetched"))
-	f, b := wheel(t, "mcpcage-needs-source", "1.0.0", map[string]string{"needs/__init__.py": "def main(): pass\n"},
+	ix.Add("mcpcage-source-only", "mcpcage-source-only-1.0.0.tar.gz", []byte("not a real sdist: must never be fetched"))
+	f, b := installtest.Wheel(t, "mcpcage-needs-source", "1.0.0", map[string]string{"needs/__init__.py": "def main(): pass\n"},
 		map[string]string{"mcpcage-needs-source": "needs:main"}, "mcpcage-source-only")
-	ix.add("mcpcage-needs-source", f, b)
+	ix.Add("mcpcage-needs-source", f, b)
 	return ix
 }
 
@@ -207,7 +91,7 @@ func TestUVXInstallFromLocalIndex(t *testing.T) {
 	if err != nil || !old.Installed || old.Version != "0.9.0" {
 		t.Fatalf("explicit version: %+v %v", old, err)
 	}
-	for _, p := range ix.requested() {
+	for _, p := range ix.Requested() {
 		if strings.HasSuffix(p, ".tar.gz") {
 			t.Fatalf("an sdist was downloaded: %s", p)
 		}
@@ -250,7 +134,7 @@ func TestUVXSourceOnlyRefused(t *testing.T) {
 			t.Errorf("%s: message %q", tc.spec, err)
 		}
 	}
-	for _, p := range ix.requested() {
+	for _, p := range ix.Requested() {
 		if strings.HasSuffix(p, ".tar.gz") {
 			t.Fatalf("an sdist was downloaded: %s", p)
 		}
@@ -273,9 +157,9 @@ func TestUVXIndexWithCredentials(t *testing.T) {
 	isolate(t)
 	cli := dockerClient(t)
 	ix := demoIndex(t, bridgeAddr(t, cli))
-	ix.auth = "mirror-user:s3cret-token"
+	ix.Auth = "mirror-user:s3cret-token"
 	usePyPIIndex(t, ix)
-	t.Setenv("PIP_INDEX_URL", strings.Replace(ix.URL, "http://", "http://"+ix.auth+"@", 1))
+	t.Setenv("PIP_INDEX_URL", strings.Replace(ix.URL, "http://", "http://"+ix.Auth+"@", 1))
 	ctx := context.Background()
 
 	var log bytes.Buffer
