@@ -249,15 +249,7 @@ func containersOf(t *testing.T, cli *client.Client, pid int) int {
 // TestRunOrphanReaped: a SIGKILLed mcpcage cannot remove its container; the
 // next start does.
 func TestRunOrphanReaped(t *testing.T) {
-	ctx := context.Background()
-	cli, err := cage.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	if _, err := cagetest.BuildProbeImage(ctx, cli); err != nil {
-		t.Fatal(err)
-	}
+	cli := probeEngine(t)
 	dir := stateDir(t)
 
 	victim := exec.Command("mcpcage", "run", "--image", cagetest.ProbeImage)
@@ -396,15 +388,7 @@ func init() {
 // TestRunSignalRemovesCage: SIGTERM, SIGINT or SIGHUP to mcpcage ends the session and
 // removes the container, children included.
 func TestRunSignalRemovesCage(t *testing.T) {
-	ctx := context.Background()
-	cli, err := cage.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	if _, err := cagetest.BuildProbeImage(ctx, cli); err != nil {
-		t.Fatal(err)
-	}
+	cli := probeEngine(t)
 	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt, syscall.SIGHUP} {
 		dir := stateDir(t)
 		cmd := exec.Command("mcpcage", "run", "--image", cagetest.ProbeImage)
@@ -469,14 +453,7 @@ func TestRunPackageNotFound(t *testing.T) {
 // through the API, and the value shows in no argv and no output.
 func TestRunEnvByName(t *testing.T) {
 	ctx := context.Background()
-	cli, err := cage.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	if _, err := cagetest.BuildProbeImage(ctx, cli); err != nil {
-		t.Fatal(err)
-	}
+	cli := probeEngine(t)
 	dir := stateDir(t)
 	secret := "sk-test-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	cs, stderr := caged(t, dir, []string{"MCPCAGE_TEST_SECRET=" + secret, "MCPCAGE_TEST_OTHER=not-passed"},
@@ -514,14 +491,7 @@ func TestRunEnvByName(t *testing.T) {
 // internal/cage's TestEscape*).
 func TestEscapeThroughRun(t *testing.T) {
 	ctx := context.Background()
-	cli, err := cage.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	if _, err := cagetest.BuildProbeImage(ctx, cli); err != nil {
-		t.Fatal(err)
-	}
+	cli := probeEngine(t)
 	gw, err := cagetest.BridgeGateway(ctx, cli)
 	if err != nil {
 		t.Fatal(err)
@@ -587,4 +557,20 @@ func TestEscapeThroughRun(t *testing.T) {
 	if out, _ := call(t, cs2, "probe", map[string]any{"check": "read", "target": filepath.Join(dir, "notes.txt")}); !strings.Contains(out, `"escaped":true`) {
 		t.Errorf("the mounted folder itself should be readable: %s", out)
 	}
+}
+
+// probeEngine connects to the Docker engine (closed when the test ends) and
+// makes sure the escape probe's image is there.
+func probeEngine(t *testing.T) *client.Client {
+	t.Helper()
+	ctx := context.Background()
+	cli, err := cage.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	if _, err := cagetest.BuildProbeImage(ctx, cli); err != nil {
+		t.Fatal(err)
+	}
+	return cli
 }
