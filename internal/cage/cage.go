@@ -12,6 +12,9 @@
 //     there break under noexec);
 //   - all capabilities dropped, no-new-privileges (setuid binaries do not
 //     raise privileges), Docker's init as pid 1, a private IPC namespace;
+//   - the engine's default seccomp profile without Unix sockets
+//     (SeccompProfile): nothing in the cage can connect to a socket of the
+//     host in a mounted folder, read-only or not;
 //   - a non-root user even when the image says root: 1000:1000 when mcpcage
 //     runs as root, else mcpcage's own uid:gid (so folders mounted :rw stay the
 //     user's);
@@ -200,7 +203,10 @@ func start(ctx context.Context, cli *client.Client, spec Spec, tweak func(*conta
 	if spec.Session == "" {
 		spec.Session = randomHex(8)
 	}
-	cfg, hc := configs(spec)
+	cfg, hc, err := configs(spec)
+	if err != nil {
+		return nil, err
+	}
 	if tweak != nil {
 		tweak(cfg, hc)
 	}
@@ -297,7 +303,11 @@ func (c *Cage) wait() {
 	}
 }
 
-func configs(spec Spec) (*container.Config, *container.HostConfig) {
+func configs(spec Spec) (*container.Config, *container.HostConfig, error) {
+	profile, err := SeccompProfile()
+	if err != nil {
+		return nil, nil, err
+	}
 	mem := spec.Memory
 	if mem <= 0 {
 		mem = DefaultMemory
@@ -362,7 +372,7 @@ func configs(spec Spec) (*container.Config, *container.HostConfig) {
 		NetworkMode:    "none",
 		ReadonlyRootfs: true,
 		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges:true"},
+		SecurityOpt:    []string{"no-new-privileges:true", "seccomp=" + profile},
 		Init:           &init,
 		IpcMode:        "private",
 		LogConfig:      container.LogConfig{Type: "none"},
@@ -380,7 +390,7 @@ func configs(spec Spec) (*container.Config, *container.HostConfig) {
 	if spec.AllowNet {
 		hc.NetworkMode = "bridge"
 	}
-	return cfg, hc
+	return cfg, hc, nil
 }
 
 // Stdin is the server's stdin; Close sends EOF.

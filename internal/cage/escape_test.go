@@ -427,3 +427,76 @@ func TestOOMKilled(t *testing.T) {
 		t.Errorf("control: exit %d, OOMKilled %v; want 0, false", code, c2.OOMKilled())
 	}
 }
+
+// hostSocket listens on a Unix socket at path, as a host daemon (tmux,
+// ssh-agent) would, greeting every connection with hello. The socket and
+// its folder belong to the cage's user: the cage runs as the user's own uid,
+// so file modes are no barrier, and only the cage itself may be.
+func hostSocket(t *testing.T, path, hello string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var uid, gid int
+	fmt.Sscanf(User(), "%d:%d", &uid, &gid)
+	for _, p := range []string{filepath.Dir(path), path} {
+		if err := os.Lchown(p, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte(hello))
+			c.Close()
+		}
+	}()
+}
+
+// TestEscapeUnixSocket: a tmux-like and an ssh-agent-like socket of the
+// host, in a folder mounted read-only and in one mounted :rw, cannot be
+// connected to; socketpair still works.
+func TestEscapeUnixSocket(t *testing.T) {
+	cli, img := dockerAndProbe(t)
+	var socks []string
+	var mounts []Mount
+	for _, rw := range []bool{false, true} {
+		dir := t.TempDir()
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		tmux := filepath.Join(dir, "tmux-1000", "default")
+		agent := filepath.Join(dir, "ssh-XXXXq1w2e3", "agent.4242")
+		hostSocket(t, tmux, "tmux")
+		hostSocket(t, agent, "ssh-agent")
+		socks = append(socks, tmux, agent)
+		mounts = append(mounts, Mount{Source: dir, Target: dir, Writable: rw})
+	}
+	caged := startProbe(t, cli, Spec{Image: img, Mounts: mounts}, nil)
+	for _, s := range socks {
+		// Refused by seccomp (EPERM), not by a file mode.
+		if r := caged.held("unix", s); !strings.Contains(r.Detail, "socket: operation not permitted") {
+			t.Errorf("connecting to %s should fail at socket(2) with EPERM, got %q", s, r.Detail)
+		}
+	}
+	if r := caged.probe("socketpair", ""); !r.Escaped {
+		t.Errorf("socketpair should keep working in the cage: %s", r.Detail)
+	}
+
+	// Control: the same cage under the engine's plain default profile
+	// reaches every one of them.
+	plain := startProbe(t, cli, Spec{Image: img, Mounts: mounts}, func(_ *container.Config, hc *container.HostConfig) {
+		hc.SecurityOpt = []string{"no-new-privileges:true"}
+	})
+	for _, s := range socks {
+		plain.escapes("unix", s)
+	}
+}

@@ -20,6 +20,9 @@
 //	suid T=path       running the setuid-root binary T yields euid 0
 //	root              the server runs as uid 0
 //	socket            a Docker socket is visible
+//	unix T=path       a connection to the Unix socket T opens and answers
+//	socketpair        a connected pair of Unix sockets can be made (this
+//	                  one is not a way out: "escaped" means it works)
 //	env T=NAME        the variable NAME is set (detail: SHA-256 of its value)
 //
 // Run as "escapeprobe sleep" it sleeps (fork children); "escapeprobe eat N"
@@ -339,6 +342,36 @@ func probe(check, target string) (bool, string) {
 		}
 		sum := sha256.Sum256([]byte(v))
 		return true, "sha256:" + hex.EncodeToString(sum[:])
+	case "unix":
+		c, err := net.DialTimeout("unix", target, 2*time.Second)
+		if err != nil {
+			return false, errDetail(err)
+		}
+		defer c.Close()
+		// The test's listener greets each connection: a reply proves the
+		// other end is the host's process, not a socket file alone.
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		buf := make([]byte, 64)
+		n, err := c.Read(buf)
+		if err != nil {
+			return true, "connected, no greeting: " + errDetail(err)
+		}
+		return true, fmt.Sprintf("connected, the host said %q", buf[:n])
+	case "socketpair":
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+		if err != nil {
+			return false, errDetail(err)
+		}
+		defer syscall.Close(fds[0])
+		defer syscall.Close(fds[1])
+		if _, err := syscall.Write(fds[0], []byte("x")); err != nil {
+			return false, errDetail(err)
+		}
+		b := make([]byte, 1)
+		if _, err := syscall.Read(fds[1], b); err != nil {
+			return false, errDetail(err)
+		}
+		return true, "a socketpair carries data"
 	case "socket":
 		for _, p := range []string{"/var/run/docker.sock", "/run/docker.sock"} {
 			if _, err := os.Stat(p); err == nil {
