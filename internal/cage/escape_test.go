@@ -374,8 +374,9 @@ func TestEscapePrivileges(t *testing.T) {
 	root.escapes("chown", "")
 	root.escapes("mknod", "")
 	root.escapes("rawsock", "")
-	// Control 3: with CAP_SYS_ADMIN, mount works (no seccomp profile on
-	// this engine stops it; the dropped capability does).
+	// Control 3: with CAP_SYS_ADMIN, mount works (the default seccomp
+	// profile allows mount(2) to that capability; the dropped capability is
+	// what stops it).
 	admin := startProbe(t, cli, Spec{Image: img}, func(cfg *container.Config, hc *container.HostConfig) {
 		cfg.User = ""
 		hc.CapDrop = nil
