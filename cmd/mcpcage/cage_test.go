@@ -574,3 +574,79 @@ func probeEngine(t *testing.T) *client.Client {
 	}
 	return cli
 }
+
+// TestRunSocketFolders: the folders that hold the sockets of the user's
+// daemons (the runtime folder, tmux's, ssh-agent's) are not mounted because
+// a server's argument names them and are masked inside a folder that is;
+// a --mount that names one shows it, and its socket still cannot be
+// connected to.
+func TestRunSocketFolders(t *testing.T) {
+	probeEngine(t)
+	dir := stateDir(t)
+	base := filepath.Join(dir, "share")
+	runDir := filepath.Join(base, "run-user")
+	agentDir := filepath.Join(base, "ssh-q1w2e3")
+	tmuxDir := filepath.Join(base, "tmux-1000")
+	var uid, gid int
+	fmt.Sscanf(cage.User(), "%d:%d", &uid, &gid)
+	for _, sock := range []string{filepath.Join(runDir, "bus"), filepath.Join(agentDir, "agent.42"), filepath.Join(tmuxDir, "default")} {
+		if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Write([]byte("host daemon"))
+				c.Close()
+			}
+		}()
+		// The cage runs as the user: their own modes do not keep it out.
+		os.Lchown(sock, uid, gid)
+		os.Lchown(filepath.Dir(sock), uid, gid)
+	}
+	if err := os.MkdirAll(filepath.Join(runDir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(base, "notes.txt"), []byte("visible"), 0o644)
+	for p := base; p != filepath.Dir(dir); p = filepath.Dir(p) {
+		os.Chmod(p, 0o755)
+	}
+	env := []string{"XDG_RUNTIME_DIR=" + runDir, "SSH_AUTH_SOCK=" + filepath.Join(agentDir, "agent.42"), "TMUX_TMPDIR=" + base}
+	probe := func(cs *mcp.ClientSession, check, target string) string {
+		out, _ := call(t, cs, "probe", map[string]any{"check": check, "target": target})
+		return out
+	}
+
+	cs, stderr := caged(t, dir, env, "--image", cagetest.ProbeImage, "--", filepath.Join(runDir, "sub"), base)
+	if out := probe(cs, "read", filepath.Join(base, "notes.txt")); !strings.Contains(out, `"escaped":true`) {
+		t.Errorf("the folder named in the arguments should be mounted: %s\n%s", out, stderr.String())
+	}
+	for _, d := range []string{runDir, agentDir, tmuxDir} {
+		// Empty, or closed to the cage's user: either way, no socket.
+		if out := probe(cs, "read", d); !strings.Contains(out, `0 entries`) && !strings.Contains(out, `"escaped":false`) {
+			t.Errorf("ESCAPE: the socket folder %s shows through the mounted %s: %s", d, base, out)
+		}
+	}
+	cs.Close()
+	if want := "mcpcage: warning: not mounting " + filepath.Join(runDir, "sub"); !strings.Contains(stderr.String(), want) {
+		t.Errorf("no warning %q in:\n%s", want, stderr.String())
+	}
+
+	// Named with --mount, the agent's folder is shown; its socket still
+	// cannot be connected to.
+	cs2, stderr2 := caged(t, dir, env, "--mount", agentDir, "--image", cagetest.ProbeImage)
+	if out := probe(cs2, "read", agentDir); !strings.Contains(out, `1 entries`) {
+		t.Errorf("--mount %s should show it: %s\n%s", agentDir, out, stderr2.String())
+	}
+	if out := probe(cs2, "unix", filepath.Join(agentDir, "agent.42")); !strings.Contains(out, `"escaped":false`) {
+		t.Errorf("ESCAPE: the agent's socket answered: %s", out)
+	}
+}

@@ -116,6 +116,10 @@ type runPlan struct {
 	tmpSize  int64
 	maxLine  int
 	stateDir string // $MCPCAGE_HOME
+	// sockets are the socket folders of the host (cage.SocketDirs) to mask
+	// wherever a mount shows them: those no --mount names.
+	sockets []string
+	notes   []string // warnings for stderr, one line each
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -192,6 +196,16 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 		}
 		p.mounts = append(p.mounts, m)
 	}
+	sockDirs := cage.SocketDirs()
+	for _, d := range sockDirs {
+		named := false
+		for _, m := range p.mounts {
+			named = named || cage.SocketDirOf(m.Source, []string{d}) != ""
+		}
+		if !named {
+			p.sockets = append(p.sockets, d)
+		}
+	}
 	for _, a := range cage.ArgPaths(p.cmd.Args) {
 		if cage.Covered(p.mounts, a) {
 			continue
@@ -199,6 +213,12 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 		m, err := cage.ResolveMount(a, false, p.stateDir)
 		if err != nil {
 			return nil, usageErr(withHint(err, "the server's arguments name this path, so mcpcage would mount it; give another path"))
+		}
+		if d := cage.SocketDirOf(m.Source, p.sockets); d != "" {
+			// An argument is not consent to show the sockets of the
+			// user's daemons (tmux, ssh-agent, D-Bus): only --mount is.
+			p.notes = append(p.notes, fmt.Sprintf("not mounting %s, named in the server's arguments: %s holds sockets of programs on this machine (tmux, ssh-agent, D-Bus, ...); give --mount %s to show it", a, d, a))
+			continue
 		}
 		p.mounts = append(p.mounts, m)
 	}
@@ -218,6 +238,9 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	if err != nil {
 		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start the server: %v", err))
 		return err
+	}
+	for _, n := range p.notes {
+		fmt.Fprintf(opts.IO.ErrOut, "mcpcage: warning: %s\n", n)
 	}
 	c, l, err := setUpCage(ctx, opts, p)
 	if err != nil {
@@ -270,7 +293,7 @@ func setUpCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Cage, l
 	spec := cage.Spec{
 		Name:     p.name,
 		Mounts:   p.mounts,
-		Masks:    cage.MasksFor(p.mounts, append([]string{p.stateDir}, cage.DockerSocketDirs()...)...),
+		Masks:    cage.MasksFor(p.mounts, append(append([]string{p.stateDir}, cage.DockerSocketDirs()...), p.sockets...)...),
 		Env:      p.env,
 		AllowNet: opts.AllowNet,
 		Memory:   p.memory,
