@@ -3,13 +3,16 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -32,6 +35,7 @@ type ProtectOptions struct {
 	Fix        bool
 	Yes        bool
 	Inspect    bool
+	NoInstall  bool   // --fix --no-install: cage without installing first
 	Exe        string // absolute path of mcpcage written into caged entries
 	Now        func() time.Time
 	// BeforeRename runs just before a changed file is renamed into place.
@@ -86,6 +90,9 @@ without a terminal to ask on and without --yes.`,
 			if opts.Yes && !opts.Fix {
 				return &ExitError{Code: 2, Err: withHint(errors.New("--yes only goes with --fix"), "run `mcpcage protect --fix --yes`")}
 			}
+			if opts.NoInstall && !opts.Fix {
+				return &ExitError{Code: 2, Err: withHint(errors.New("--no-install only goes with --fix"), "run `mcpcage protect --fix --no-install`")}
+			}
 			if opts.Fix && opts.JSON {
 				return &ExitError{Code: 2, Err: errors.New("--json goes with the report, not with --fix")}
 			}
@@ -98,6 +105,7 @@ without a terminal to ask on and without --yes.`,
 	f := cmd.Flags()
 	f.BoolVar(&opts.Fix, "fix", false, "cage the servers started with npx or uvx (asks first)")
 	f.BoolVar(&opts.Yes, "yes", false, "with --fix: do not ask for confirmation (for scripts)")
+	f.BoolVar(&opts.NoInstall, "no-install", false, "with --fix: do not install the packages now (each first start installs its own)")
 	f.BoolVar(&opts.JSON, "json", false, "print the report as JSON")
 	f.BoolVar(&opts.Inspect, "inspect", false, "also start each cageable server in the cage and show its tools, pin status and scanner findings")
 	f.StringSliceVar(&opts.Clients, "client", nil, "only these clients (`NAME`, repeatable): "+strings.Join(clients.IDs(), ", "))
@@ -461,13 +469,24 @@ type planFile struct {
 }
 
 func plan(reports []*fileReport, op clients.Op, exe string, errOut *fileErrors) []*planFile {
+	return planEdit(reports, op, clients.Wrap{Exe: exe}, nil, errOut)
+}
+
+// planEdit is plan with the wrapping spelled out; only, when not nil, limits
+// the edit to the entries of a file it accepts.
+func planEdit(reports []*fileReport, op clients.Op, w clients.Wrap, only func(path string, s clients.Server) bool, errOut *fileErrors) []*planFile {
 	var out []*planFile
 	for _, r := range reports {
 		if r.Err != nil {
 			errOut.add(r.File.Path, r.Err)
 			continue
 		}
-		after, changes, err := clients.Edit(r.File.Client.Format, r.Data, r.File.Client.Tables, op, exe, nil)
+		var keep func(clients.Server) bool
+		if only != nil {
+			path := r.File.Path
+			keep = func(s clients.Server) bool { return only(path, s) }
+		}
+		after, changes, err := clients.EditWith(r.File.Client.Format, r.Data, r.File.Client.Tables, op, w, keep)
 		if err != nil {
 			errOut.add(r.File.Path, err)
 			continue
@@ -572,7 +591,8 @@ func fixRun(opts *ProtectOptions, reports []*fileReport, ledger *clients.Ledger)
 		return withHint(fmt.Errorf("this mcpcage (%s) is a temporary build", opts.Exe), "install mcpcage (npm install -g mcpcage, or go install), then run its protect --fix")
 	}
 	var errs fileErrors
-	plans := plan(reports, clients.OpFix, opts.Exe, &errs)
+	wrap := fixWrap(opts)
+	plans := planEdit(reports, clients.OpFix, wrap, nil, &errs)
 	w := opts.IO.Out
 	for _, l := range errs.lines {
 		fmt.Fprintf(opts.IO.ErrOut, "mcpcage: warning: left as it is: %s\n", l)
@@ -605,12 +625,45 @@ func fixRun(opts *ProtectOptions, reports []*fileReport, ledger *clients.Ledger)
 	for _, p := range plans {
 		n += len(p.changes)
 	}
-	if err := confirm(opts, opts.Yes, fmt.Sprintf("Cage %s in %s?", countOf(n, "server"), countOf(len(plans), "file")), "mcpcage protect --fix --yes"); err != nil {
+	question := fmt.Sprintf("Cage %s in %s?", countOf(n, "server"), countOf(len(plans), "file"))
+	if !opts.NoInstall {
+		question = fmt.Sprintf("Install their packages and cage %s in %s?", countOf(n, "server"), countOf(len(plans), "file"))
+	}
+	if err := confirm(opts, opts.Yes, question, "mcpcage protect --fix --yes"); err != nil {
 		return err
+	}
+	installed := ""
+	if !opts.NoInstall {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		start := time.Now()
+		failures, count, err := installPlanned(ctx, opts, plans)
+		if err != nil {
+			return err
+		}
+		installed = fmt.Sprintf(" Installed %s in %s beforehand: the first start is as quick as the next ones.", countOf(count, "package"), roundDuration(time.Since(start)))
+		if len(failures) > 0 {
+			fmt.Fprintln(w, "Left uncaged, their packages could not be installed:")
+			for _, f := range failures {
+				fmt.Fprintf(w, "  %s  %s: %s\n", tilde(opts.Layout, f.file), f.server.Name, f.reason)
+			}
+			bad := map[string]bool{}
+			for _, f := range failures {
+				bad[entryKey(f.file, f.server)] = true
+			}
+			plans = planEdit(reports, clients.OpFix, wrap, func(path string, s clients.Server) bool {
+				return !bad[entryKey(path, s)]
+			}, &fileErrors{})
+			if len(plans) == 0 {
+				return withHint(errors.New("no server was caged: none of their packages could be installed"), "check the names and the registry, then run `mcpcage protect --fix` again")
+			}
+		}
+	} else {
+		installed = " Nothing was installed (--no-install): each first start installs its package, which can take longer than a client waits."
 	}
 	written, entries, failed := apply(opts, plans, ledger, true)
 	if written > 0 {
-		fmt.Fprintf(w, "Caged %s in %s. Restart the clients to start them caged; `mcpcage unwrap` restores them.\n", countOf(entries, "server"), countOf(written, "file"))
+		fmt.Fprintf(w, "Caged %s in %s.%s Restart the clients to start them caged; `mcpcage unwrap` restores them.\n", countOf(entries, "server"), countOf(written, "file"), installed)
 	}
 	if len(failed) > 0 {
 		for _, f := range failed[:len(failed)-1] {

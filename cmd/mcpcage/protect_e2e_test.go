@@ -79,8 +79,11 @@ func TestProtectFixStartsCaged(t *testing.T) {
 	if err := protectRun(opts); err != nil {
 		t.Fatalf("protect --fix: %v\n%s%s", err, out.String(), errOut.String())
 	}
-	if !strings.Contains(out.String(), "Caged 2 servers in 1 file") {
+	if !strings.Contains(out.String(), "Caged 2 servers in 1 file. Installed 2 packages in ") {
 		t.Fatalf("protect --fix said:\n%s", out.String())
+	}
+	if !strings.Contains(errOut.String(), "mcpcage: installing "+everything+" for everything (1 of 2)...") {
+		t.Errorf("protect --fix showed no progress of the install:\n%s", errOut.String())
 	}
 
 	data, err := os.ReadFile(cfg)
@@ -121,16 +124,19 @@ func TestProtectFixStartsCaged(t *testing.T) {
 			t.Fatalf("%s not caged: %s %q", s.Name, s.Command, s.Args)
 		}
 		t.Run(s.Name, func(t *testing.T) {
-			// As a client does it: the file's command line, its env block
-			// added to the environment, nothing else.
+			// As an SDK client does it: the file's command line, its env
+			// block, and only the few variables the TypeScript SDK passes
+			// by default (no MCPCAGE_HOME: --fix wrote --home).
 			cmd := exec.Command(s.Command, s.Args...)
-			cmd.Env = testEnv(dir)
+			cmd.Env = []string{"HOME=" + homeDir, "PATH=" + os.Getenv("PATH"), "USER=" + os.Getenv("USER")}
 			for _, v := range s.Env {
 				cmd.Env = append(cmd.Env, v.Name+"="+v.Value)
 			}
 			stderr := &cageBuffer{}
 			cmd.Stderr = stderr
-			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			// Claude Code's connect timeout: the first start must not spend
+			// it installing (--fix did that).
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			client := mcp.NewClient(&mcp.Implementation{Name: "mcpcage-protect-test", Version: "1"}, nil)
 			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -138,6 +144,9 @@ func TestProtectFixStartsCaged(t *testing.T) {
 				t.Fatalf("start %s %q: %v\nstderr:\n%s", s.Command, s.Args, err, stderr.String())
 			}
 			defer cs.Close()
+			if strings.Contains(stderr.String(), "mcpcage: installing") {
+				t.Errorf("the first start installed its package:\n%s", stderr.String())
+			}
 			names := toolNames(t, cs, stderr)
 			switch s.Name {
 			case "everything":

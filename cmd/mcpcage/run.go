@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -50,6 +51,7 @@ type RunOptions struct {
 	Update       bool
 	AllowScripts bool
 	StartTimeout time.Duration
+	Home         string // --home: the state directory, in place of $MCPCAGE_HOME
 }
 
 func newRunCmd(io *IOStreams) *cobra.Command {
@@ -80,6 +82,9 @@ install failed); 137 when the server was killed for using too much memory.`,
   GITHUB_TOKEN=... mcpcage run --allow-net --env GITHUB_TOKEN -- npx -y @modelcontextprotocol/server-github`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Command = args
+			if err := useHome(opts.Home); err != nil {
+				return usageErr(err)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
 			return runRun(ctx, opts)
@@ -101,8 +106,23 @@ install failed); 137 when the server was killed for using too much memory.`,
 	fs.BoolVar(&opts.Update, "update", false, "resolve and install the package anew instead of the cached version")
 	fs.BoolVar(&opts.AllowScripts, "allow-scripts", false, "run the package's install scripts (inside the install container)")
 	fs.DurationVar(&opts.StartTimeout, "start-timeout", 30*time.Second, "how long to wait for the server's first answer before giving up")
+	fs.StringVar(&opts.Home, "home", "", "mcpcage's state `directory` (pins, audit, packages), in place of $MCPCAGE_HOME; protect --fix writes it when yours is not ~/.mcpcage")
 	addRunFlags(fs)
 	return cmd
+}
+
+// useHome makes dir the state directory of this process. The state directory
+// is read from MCPCAGE_HOME by every part (pins, audit, the package cache), so
+// --home sets it there: a client that starts mcpcage with a stripped
+// environment still reaches the state the user's own commands use.
+func useHome(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("--home %q: give an absolute path (a client may start mcpcage in any directory)", dir)
+	}
+	return os.Setenv("MCPCAGE_HOME", filepath.Clean(dir))
 }
 
 // runPlan is everything `mcpcage run` decided from its command line, before

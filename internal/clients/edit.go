@@ -54,15 +54,41 @@ func Read(f Format, data []byte, tables [][]string) ([]Server, error) {
 // other entry as it was, and strict JSON still strict. Anything else is an
 // error and nothing should be written.
 func Edit(f Format, data []byte, tables [][]string, op Op, exe string, only func(Server) bool) ([]byte, []Change, error) {
+	return EditWith(f, data, tables, op, Wrap{Exe: exe}, only)
+}
+
+// Wrap is how OpFix cages an entry: the mcpcage written as its command, and
+// the flags `mcpcage run` gets for it besides --name and --env.
+type Wrap struct {
+	Exe string
+	// Flags, when set, returns further run flags for an entry (--home,
+	// --mount, --workdir), written between the --env flags and "--".
+	Flags func(Server) []string
+}
+
+// Args is what a cageable entry's args start with once caged; the original
+// command and args follow.
+func (w Wrap) Args(s Server) []string {
+	out := WrapArgs(s)
+	if w.Flags == nil {
+		return out
+	}
+	out = out[:len(out)-1]
+	out = append(out, w.Flags(s)...)
+	return append(out, "--")
+}
+
+// EditWith is Edit with the wrapping spelled out (see Wrap).
+func EditWith(f Format, data []byte, tables [][]string, op Op, w Wrap, only func(Server) bool) ([]byte, []Change, error) {
 	var (
 		out     []byte
 		changes []Change
 		err     error
 	)
 	if f == TOML {
-		out, changes, err = editTOML(data, op, exe, only)
+		out, changes, err = editTOML(data, op, w, only)
 	} else {
-		out, changes, err = editJSON(data, tables, op, exe, only)
+		out, changes, err = editJSON(data, tables, op, w, only)
 	}
 	if err != nil || len(changes) == 0 {
 		return out, changes, err

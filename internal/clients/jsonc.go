@@ -232,10 +232,9 @@ func separator(arr *hujson.Array) hujson.Extra {
 	return hujson.Extra(" ")
 }
 
-func (e *jsonEntry) wrap(exe string) {
+func (e *jsonEntry) wrap(exe string, prefix []string) {
 	arr := e.args.Value.(*hujson.Array)
 	sep := separator(arr)
-	prefix := WrapArgs(e.srv)
 	ins := make([]hujson.Value, 0, len(prefix)+1+len(arr.Elements))
 	for i, a := range prefix {
 		v := hujson.Value{Value: jsonString(a)}
@@ -287,7 +286,7 @@ func (e *jsonEntry) unwrap() bool {
 	return true
 }
 
-func editJSON(data []byte, tables [][]string, op Op, exe string, only func(Server) bool) ([]byte, []Change, error) {
+func editJSON(data []byte, tables [][]string, op Op, w Wrap, only func(Server) bool) ([]byte, []Change, error) {
 	doc, err := parseJSON(data, tables)
 	if err != nil {
 		return nil, nil, err
@@ -309,10 +308,11 @@ func editJSON(data []byte, tables [][]string, op Op, exe string, only func(Serve
 			if ok, _ := e.srv.Cageable(); !ok || e.cmd == nil || e.args == nil {
 				continue
 			}
-			e.wrap(exe)
+			prefix := w.Args(before)
+			e.wrap(w.Exe, prefix)
 			after := before
-			after.Command = exe
-			after.Args = append(WrapArgs(before), append([]string{before.Command}, before.Args...)...)
+			after.Command = w.Exe
+			after.Args = append(prefix, append([]string{before.Command}, before.Args...)...)
 			changes = append(changes, Change{Before: before, After: after, idx: i})
 		case OpUnwrap:
 			cmd, args, ok := before.Unwrapped()

@@ -183,7 +183,7 @@ type replacement struct {
 	text string
 }
 
-func editTOML(data []byte, op Op, exe string, only func(Server) bool) ([]byte, []Change, error) {
+func editTOML(data []byte, op Op, w Wrap, only func(Server) bool) ([]byte, []Change, error) {
 	doc, err := parseTOML(data)
 	if err != nil {
 		return nil, nil, err
@@ -212,8 +212,9 @@ func editTOML(data []byte, op Op, exe string, only func(Server) bool) ([]byte, [
 			} else if lead := string(data[e.args.start+1 : e.elems[0].start]); lead != "" && isSpace([]byte(lead)) && strings.Contains(lead, "\n") {
 				sep = lead
 			}
+			prefix := w.Args(before)
 			var b strings.Builder
-			for _, a := range WrapArgs(before) {
+			for _, a := range prefix {
 				b.WriteString(tomlString(a))
 				b.WriteString("," + sep)
 			}
@@ -221,10 +222,10 @@ func editTOML(data []byte, op Op, exe string, only func(Server) bool) ([]byte, [
 			b.WriteString("," + sep)
 			reps = append(reps,
 				replacement{span{e.elems[0].start, e.elems[0].start}, b.String()},
-				replacement{e.cmd, tomlString(exe)})
+				replacement{e.cmd, tomlString(w.Exe)})
 			after := before
-			after.Command = exe
-			after.Args = append(WrapArgs(before), append([]string{before.Command}, before.Args...)...)
+			after.Command = w.Exe
+			after.Args = append(prefix, append([]string{before.Command}, before.Args...)...)
 			changes = append(changes, Change{Before: before, After: after, idx: i})
 		case OpUnwrap:
 			cmd, args, ok := before.Unwrapped()

@@ -9,18 +9,42 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 )
+
+// User returns the user's home directory: $HOME, or the account's when a
+// client started mcpcage with an empty environment (SDK clients pass only a
+// few variables, some none).
+func User() (string, error) {
+	if h, err := os.UserHomeDir(); err == nil && h != "" {
+		return h, nil
+	}
+	u, err := user.Current()
+	if err != nil || u.HomeDir == "" {
+		return "", errors.New("cannot find the home directory: set HOME")
+	}
+	return u.HomeDir, nil
+}
+
+// Default is the state directory when MCPCAGE_HOME is unset: ~/.mcpcage.
+func Default() (string, error) {
+	h, err := User()
+	if err != nil {
+		return "", errors.New("cannot find the home directory: set MCPCAGE_HOME")
+	}
+	return filepath.Join(h, ".mcpcage"), nil
+}
 
 // Dir returns the state directory, creating it (0700) when missing.
 func Dir() (string, error) {
 	dir := os.Getenv("MCPCAGE_HOME")
 	if dir == "" {
-		h, err := os.UserHomeDir()
-		if err != nil || h == "" {
-			return "", errors.New("cannot find the home directory: set MCPCAGE_HOME")
+		d, err := Default()
+		if err != nil {
+			return "", err
 		}
-		dir = filepath.Join(h, ".mcpcage")
+		dir = d
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {

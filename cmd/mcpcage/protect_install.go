@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mcpcage/mcpcage/internal/cage"
+	"github.com/mcpcage/mcpcage/internal/clients"
+	"github.com/mcpcage/mcpcage/internal/home"
+	"github.com/mcpcage/mcpcage/internal/install"
+)
+
+// fixWrap is how --fix cages an entry: besides --name and --env, the state
+// directory when it is not the default one, because clients built on the
+// SDKs start servers with only a few variables (MCPCAGE_HOME is not among
+// them) and the session would then keep its pins where `mcpcage diff` and
+// `approve` do not look.
+func fixWrap(opts *ProtectOptions) clients.Wrap {
+	w := clients.Wrap{Exe: opts.Exe}
+	var flags []string
+	if dir := os.Getenv("MCPCAGE_HOME"); dir != "" {
+		abs, err := filepath.Abs(dir)
+		def, derr := home.Default()
+		if err == nil && (derr != nil || filepath.Clean(def) != abs) {
+			flags = append(flags, "--home="+abs)
+		}
+	}
+	w.Flags = func(s clients.Server) []string { return append([]string(nil), flags...) }
+	return w
+}
+
+// installFailure is a planned entry whose package could not be installed.
+type installFailure struct {
+	file   string
+	server clients.Server
+	reason string
+}
+
+// installPlanned installs the package of every entry about to be caged, so
+// that a client's first start of it does not spend its connect timeout
+// installing (Claude Code gives a server 30 s). Each package is installed
+// once however many entries run it. It returns the entries that could not be
+// installed, with the reason, and how many packages were installed.
+func installPlanned(ctx context.Context, opts *ProtectOptions, plans []*planFile) (failures []installFailure, count int, err error) {
+	type job struct {
+		cmd     cage.Command
+		entries []installFailure
+	}
+	var jobs []*job
+	byKey := map[string]*job{}
+	for _, p := range plans {
+		for _, c := range p.changes {
+			e := installFailure{file: p.report.File.Path, server: c.Before}
+			pc, perr := cage.ParseCommand(append([]string{c.Before.Command}, c.Before.Args...))
+			if perr != nil {
+				e.reason = perr.Error()
+				failures = append(failures, e)
+				continue
+			}
+			k := pc.Kind + "\x00" + pc.Spec
+			if byKey[k] == nil {
+				byKey[k] = &job{cmd: pc}
+				jobs = append(jobs, byKey[k])
+			}
+			byKey[k].entries = append(byKey[k].entries, e)
+		}
+	}
+	if len(jobs) == 0 {
+		return failures, 0, nil
+	}
+	cli, err := cage.Connect(ctx)
+	if err != nil {
+		return nil, 0, withHint(fmt.Errorf("cannot install the servers' packages: %v", err),
+			"start Docker (or set DOCKER_HOST) and run `mcpcage protect --fix` again; --no-install cages them now and installs at each first start")
+	}
+	defer cli.Close()
+	errOut := opts.IO.ErrOut
+	for i, j := range jobs {
+		names := make([]string, 0, len(j.entries))
+		for _, e := range j.entries {
+			names = append(names, e.server.Name)
+		}
+		fmt.Fprintf(errOut, "mcpcage: installing %s for %s (%d of %d)...\n", j.cmd.Spec, strings.Join(names, ", "), i+1, len(jobs))
+		start := time.Now()
+		res, ierr := install.Ensure(ctx, cli, install.Request{
+			Kind: j.cmd.Kind, Spec: j.cmd.Spec, Stderr: errOut, Labels: cage.Self().Labels(),
+		})
+		if ierr != nil {
+			if ctx.Err() != nil {
+				return nil, 0, errors.New("interrupted while installing: nothing was written")
+			}
+			reason := "its package could not be installed: " + ierr.Error()
+			var ie *install.ImageError
+			if errors.As(ierr, &ie) {
+				reason += " (build the cage images with `make images` in mcpcage's source)"
+			}
+			fmt.Fprintf(errOut, "mcpcage: cannot install %s: %v\n", j.cmd.Spec, ierr)
+			for _, e := range j.entries {
+				e.reason = reason
+				failures = append(failures, e)
+			}
+			continue
+		}
+		how := "installed"
+		if !res.Installed {
+			how = "already installed"
+		}
+		fmt.Fprintf(errOut, "mcpcage: %s %s@%s (%s)\n", how, res.Package, res.Version, roundDuration(time.Since(start)))
+		count++
+	}
+	return failures, count, nil
+}
+
+// entryKey names an entry of a file: its file and key path.
+func entryKey(file string, s clients.Server) string {
+	return file + "\x00" + strings.Join(s.Where, "\x00")
+}
+
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(100 * time.Millisecond)
+}
