@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpcage/mcpcage/internal/scan"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 var scanTextSeeds = []string{
@@ -129,7 +130,7 @@ func FuzzVisible(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		v := scan.Visible(s)
+		v := untrusted.Line(s)
 		if !utf8.ValidString(v) {
 			t.Fatalf("invalid UTF-8 from %q", s)
 		}

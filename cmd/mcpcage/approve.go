@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpcage/mcpcage/internal/pin"
 	"github.com/mcpcage/mcpcage/internal/scan"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 // ApproveOptions are the inputs of `mcpcage approve`.
@@ -80,12 +81,12 @@ func approveRun(opts *ApproveOptions) error {
 		opts.Hash = shown
 	}
 	w := opts.IO.Out
-	fmt.Fprintf(w, "Pending for %q (pending set %s):\n", pin.VisibleLine(opts.Name), shown)
+	fmt.Fprintf(w, "Pending for %q (pending set %s):\n", untrusted.Line(opts.Name), shown)
 	for _, c := range changes {
 		mark := map[pin.Op]string{pin.Added: "+", pin.Removed: "-", pin.Changed: "~"}[c.Op]
 		line := fmt.Sprintf("  %s %s %s", mark, itemLabel(c), c.Op)
 		if len(c.Fields) > 0 && c.Fields[0] != "" {
-			line += " (" + pin.VisibleLine(strings.Join(c.Fields, ", ")) + ")"
+			line += " (" + untrusted.Line(strings.Join(c.Fields, ", ")) + ")"
 		}
 		if c.New != nil && pinScan != nil {
 			if n := scanHigh(c, f); n > 0 {
@@ -129,7 +130,7 @@ func approveRun(opts *ApproveOptions) error {
 		return err
 	}
 	auditEvent(opts.IO, "approve", map[string]any{"server": opts.Name, "changes": n, "pending_set": opts.Hash})
-	fmt.Fprintf(w, "Approved %d changes for %q. Running sessions unlock at their next tools/list.\n", n, pin.VisibleLine(opts.Name))
+	fmt.Fprintf(w, "Approved %d changes for %q. Running sessions unlock at their next tools/list.\n", n, untrusted.Line(opts.Name))
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpcage/mcpcage/internal/audit"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 func init() { addCommand(newAuditCmd) }
@@ -99,7 +100,7 @@ func auditVerifyRun(opts *AuditVerifyOptions) error {
 			if opts.JSON {
 				return writeJSON(out, &audit.Report{OK: true, Files: []string{}})
 			}
-			fmt.Fprintf(out, "the audit log is empty: no records in %s yet\n", opts.Dir)
+			untrusted.Fprintf(out, "the audit log is empty: no records in %s yet\n", opts.Dir)
 			return nil
 		}
 		return &ExitError{Code: 1, Err: withHint(fmt.Errorf("%v: the audit log in %s cannot be verified", keyErr, opts.Dir),
@@ -148,34 +149,34 @@ func printVerifyReport(io *IOStreams, r *audit.Report) {
 			where = fmt.Sprintf("%s line %d", p.File, p.Line)
 		}
 		if where != "" {
-			fmt.Fprintf(out, "  first bad record: %s\n", where)
+			untrusted.Fprintf(out, "  first bad record: %s\n", where)
 		}
-		fmt.Fprintf(out, "  %s: %s\n", p.Kind, p.Message)
+		untrusted.Fprintf(out, "  %s: %s\n", p.Kind, p.Message)
 		return
 	}
 	if r.Records == 0 {
 		fmt.Fprintln(out, "audit log intact: no records yet")
 	} else {
-		fmt.Fprintf(out, "audit log intact: %s in %s, head %s\n", plural(r.Records, "record", "records"),
+		untrusted.Fprintf(out, "audit log intact: %s in %s, head %s\n", plural(r.Records, "record", "records"),
 			plural(uint64(len(r.Files)), "file", "files"), r.Head[:16])
 	}
 	if c := r.Checkpoint; c != nil {
-		fmt.Fprintf(out, "  checkpoint: %s, signed %s\n", plural(c.Records, "record", "records"), c.Time.UTC().Format(time.RFC3339))
+		untrusted.Fprintf(out, "  checkpoint: %s, signed %s\n", plural(c.Records, "record", "records"), c.Time.UTC().Format(time.RFC3339))
 	}
 	if c := r.Anchor; c != nil {
-		fmt.Fprintf(out, "  anchor %s: %s, signed %s\n", r.AnchorPath, plural(c.Records, "record", "records"), c.Time.UTC().Format(time.RFC3339))
+		untrusted.Fprintf(out, "  anchor %s: %s, signed %s\n", r.AnchorPath, plural(c.Records, "record", "records"), c.Time.UTC().Format(time.RFC3339))
 	} else {
-		fmt.Fprintf(out, "  no anchor set: a rollback of both the log and its checkpoint to an older copy cannot be seen (see --anchor)\n")
+		untrusted.Fprintf(out, "  no anchor set: a rollback of both the log and its checkpoint to an older copy cannot be seen (see --anchor)\n")
 	}
 	if r.Unanchored > 0 {
-		fmt.Fprintf(out, "  %s after the checkpoint (a session still running, or one that crashed): a cut there would not be seen\n",
+		untrusted.Fprintf(out, "  %s after the checkpoint (a session still running, or one that crashed): a cut there would not be seen\n",
 			plural(r.Unanchored, "record", "records"))
 	}
 	for _, rc := range r.Recoveries {
-		fmt.Fprintf(out, "  recovery: record %d (%s line %d) cut a torn write of %d bytes left by a crash\n", rc.Seq, rc.File, rc.Line, rc.TornBytes)
+		untrusted.Fprintf(out, "  recovery: record %d (%s line %d) cut a torn write of %d bytes left by a crash\n", rc.Seq, rc.File, rc.Line, rc.TornBytes)
 	}
 	if t := r.Torn; t != nil {
-		fmt.Fprintf(out, "  torn: %s line %d is an incomplete write of %d bytes (a crash while writing, not tampering); the next record written cuts it and records a recovery\n",
+		untrusted.Fprintf(out, "  torn: %s line %d is an incomplete write of %d bytes (a crash while writing, not tampering); the next record written cuts it and records a recovery\n",
 			t.File, t.Line, t.Bytes)
 	}
 }
@@ -247,7 +248,7 @@ func auditShowRun(opts *AuditShowOptions) error {
 	err := audit.Scan(opts.Dir, func(file string, line int, rec *audit.Record, err error) error {
 		if err != nil {
 			if !opts.JSON {
-				fmt.Fprintf(out, "%s line %d: not a record (run mcpcage audit verify)\n", file, line)
+				untrusted.Fprintf(out, "%s line %d: not a record (run mcpcage audit verify)\n", file, line)
 			}
 			return nil
 		}
@@ -366,7 +367,9 @@ func formatRecord(rec *audit.Record) string {
 			fmt.Fprintf(&b, " %s=%s", k, v)
 		}
 	}
-	return b.String()
+	// One render of the whole line: whatever kind or field a record holds,
+	// a forged record cannot add lines or steer the terminal.
+	return untrusted.Line(b.String())
 }
 
 // AuditTailOptions are the inputs of `mcpcage audit tail`.

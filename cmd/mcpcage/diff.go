@@ -16,6 +16,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/launch"
 	"github.com/mcpcage/mcpcage/internal/pin"
 	"github.com/mcpcage/mcpcage/internal/scan"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 // pinScanner is the scanner as diff and approve use it; pin_scan.go sets it.
@@ -120,13 +121,13 @@ func itemLabel(c pin.Change) string {
 	if c.Kind == pin.Instructions {
 		return "instructions"
 	}
-	return fmt.Sprintf("%s %q", c.Kind.Noun(), pin.VisibleLine(c.Key))
+	return fmt.Sprintf("%s %q", c.Kind.Noun(), untrusted.Line(c.Key))
 }
 
 func diffText(w io.Writer, color bool, f *pin.File, changes []pin.Change) {
 	p := palette{on: color}
 	if f.Pending == nil {
-		fmt.Fprintf(w, "No changes pending for %q: what it shows matches what was approved.\n", pin.VisibleLine(f.Server))
+		fmt.Fprintf(w, "No changes pending for %q: what it shows matches what was approved.\n", untrusted.Line(f.Server))
 		return
 	}
 	first := f.Approved == nil
@@ -142,11 +143,11 @@ func diffText(w io.Writer, color bool, f *pin.File, changes []pin.Change) {
 				}
 				switch {
 				case old == nil:
-					fmt.Fprintf(w, "    %s (added)\n", pin.VisibleLine(name))
+					fmt.Fprintf(w, "    %s (added)\n", untrusted.Line(name))
 				case cur == nil:
-					fmt.Fprintf(w, "    %s (removed)\n", pin.VisibleLine(name))
+					fmt.Fprintf(w, "    %s (removed)\n", untrusted.Line(name))
 				default:
-					fmt.Fprintf(w, "    %s\n", pin.VisibleLine(name))
+					fmt.Fprintf(w, "    %s\n", untrusted.Line(name))
 				}
 				var a, b string
 				if old != nil {
@@ -202,8 +203,8 @@ func diffText(w io.Writer, color bool, f *pin.File, changes []pin.Change) {
 		}
 	}
 	hash, _ := pin.PendingHash(f)
-	fmt.Fprintf(w, "\nPending for %q: %s (pending set %s).\n", pin.VisibleLine(f.Server), countChanges(changes), hash)
-	fmt.Fprintf(w, "If you trust what you see: mcpcage approve %s --hash %s\n", pin.VisibleLine(f.Server), hash)
+	fmt.Fprintf(w, "\nPending for %q: %s (pending set %s).\n", untrusted.Line(f.Server), countChanges(changes), hash)
+	fmt.Fprintf(w, "If you trust what you see: mcpcage approve %s --hash %s\n", untrusted.Line(f.Server), hash)
 }
 
 func countChanges(changes []pin.Change) string {
@@ -219,7 +220,7 @@ func launchChanges(a, b launch.Launch) []string {
 	var out []string
 	add := func(field, x, y string) {
 		if x != y {
-			out = append(out, fmt.Sprintf("%s %q -> %q", field, pin.VisibleLine(x), pin.VisibleLine(y)))
+			out = append(out, fmt.Sprintf("%s %q -> %q", field, untrusted.Line(x), untrusted.Line(y)))
 		}
 	}
 	add("kind", a.Kind, b.Kind)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/pin"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 // PinsOptions are the inputs of `mcpcage pins`.
@@ -129,7 +130,7 @@ func pinsListRun(opts *PinsOptions) error {
 		if f.Approved != nil {
 			when = f.Approved.Time.Local().Format(time.DateTime)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", pin.VisibleLine(f.Server), status, when, snapshotCounts(f.Approved))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", untrusted.Line(f.Server), status, when, snapshotCounts(f.Approved))
 	}
 	return tw.Flush()
 }
@@ -148,7 +149,7 @@ func pinsShowRun(opts *PinsOptions) error {
 		_, err = w.Write(b)
 		return err
 	}
-	fmt.Fprintf(w, "Server:   %s\n", pin.VisibleLine(f.Server))
+	fmt.Fprintf(w, "Server:   %s\n", untrusted.Line(f.Server))
 	if f.Approved == nil {
 		fmt.Fprintln(w, "Approved: nothing yet")
 	} else {
@@ -157,7 +158,7 @@ func pinsShowRun(opts *PinsOptions) error {
 		fmt.Fprintf(w, "Launch:   %s\n", describeLaunch(a))
 		if a.Instructions != nil && *a.Instructions != "" {
 			fmt.Fprintf(w, "Instructions:\n")
-			for _, l := range strings.Split(pin.Visible(*a.Instructions), "\n") {
+			for _, l := range strings.Split(untrusted.Text(*a.Instructions), "\n") {
 				fmt.Fprintf(w, "    %s\n", l)
 			}
 		}
@@ -173,16 +174,16 @@ func pinsShowRun(opts *PinsOptions) error {
 					Description string `json:"description"`
 				}
 				_ = json.Unmarshal(it, &d)
-				desc := []rune(pin.VisibleLine(strings.SplitN(d.Description, "\n", 2)[0]))
+				desc := []rune(untrusted.Line(strings.SplitN(d.Description, "\n", 2)[0]))
 				if len(desc) > 72 {
 					desc = append(desc[:69], []rune("...")...)
 				}
-				fmt.Fprintf(w, "    %-28s %s\n", pin.VisibleLine(key), string(desc))
+				fmt.Fprintf(w, "    %-28s %s\n", untrusted.Line(key), string(desc))
 			}
 		}
 	}
 	if f.Pending != nil {
-		fmt.Fprintf(w, "Pending:  changes seen %s; review them with `mcpcage diff %s`\n", f.Pending.Time.Local().Format(time.DateTime), pin.VisibleLine(f.Server))
+		fmt.Fprintf(w, "Pending:  changes seen %s; review them with `mcpcage diff %s`\n", f.Pending.Time.Local().Format(time.DateTime), untrusted.Line(f.Server))
 	}
 	return nil
 }
@@ -206,7 +207,7 @@ func describeLaunch(s *pin.Snapshot) string {
 	if len(l.Argv) > 0 {
 		parts = append(parts, strings.Join(l.Argv, " "))
 	}
-	return pin.VisibleLine(strings.Join(parts, " "))
+	return untrusted.Line(strings.Join(parts, " "))
 }
 
 func pinsForgetRun(opts *PinsOptions) error {
@@ -218,7 +219,7 @@ func pinsForgetRun(opts *PinsOptions) error {
 		if !opts.IO.InTTY {
 			return withHint(errors.New("not forgotten: forgetting pins needs a confirmation"), "run `mcpcage pins forget %s --yes`", opts.Name)
 		}
-		fmt.Fprintf(opts.IO.Out, "Forget the pins of %q? Its next session will trust what it sees first. [y/N] ", pin.VisibleLine(opts.Name))
+		fmt.Fprintf(opts.IO.Out, "Forget the pins of %q? Its next session will trust what it sees first. [y/N] ", untrusted.Line(opts.Name))
 		answer, _ := bufio.NewReader(opts.IO.In).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 			fmt.Fprintln(opts.IO.Out, "Nothing forgotten.")
@@ -232,6 +233,6 @@ func pinsForgetRun(opts *PinsOptions) error {
 	if !ok {
 		return withHint(fmt.Errorf("no pins for %q", opts.Name), "`mcpcage pins list` shows the known servers")
 	}
-	fmt.Fprintf(opts.IO.Out, "Forgot the pins of %q.\n", pin.VisibleLine(opts.Name))
+	fmt.Fprintf(opts.IO.Out, "Forgot the pins of %q.\n", untrusted.Line(opts.Name))
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/clients"
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/secrets"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 func init() { addCommand(newProtectCmd) }
@@ -163,7 +164,7 @@ func openLedger(errOut io.Writer) *clients.Ledger {
 	}
 	ledger, err := clients.OpenLedger(filepath.Join(d, "caged.json"))
 	if err != nil {
-		fmt.Fprintf(errOut, "mcpcage: warning: %v\n", err)
+		untrusted.Fprintf(errOut, "mcpcage: warning: %v\n", err)
 	}
 	return ledger
 }
@@ -352,20 +353,20 @@ func printReport(opts *ProtectOptions, rep reportJSON) {
 		if len(opts.Clients) > 0 {
 			ids = opts.Clients
 		}
-		fmt.Fprintf(w, "Looked for: %s.\n", strings.Join(ids, ", "))
+		untrusted.Fprintf(w, "Looked for: %s.\n", strings.Join(ids, ", "))
 		return
 	}
 	for i, f := range rep.Files {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s (%s)  %s\n", f.Name, f.Scope, tilde(opts.Layout, f.Path))
+		untrusted.Fprintf(w, "%s (%s)  %s\n", f.Name, f.Scope, tilde(opts.Layout, f.Path))
 		if f.Error != "" {
-			fmt.Fprintf(w, "  cannot read it: %s\n", f.Error)
+			untrusted.Fprintf(w, "  cannot read it: %s\n", f.Error)
 			continue
 		}
 		if f.Warning != "" {
-			fmt.Fprintf(w, "  note: %s\n", f.Warning)
+			untrusted.Fprintf(w, "  note: %s\n", f.Warning)
 		}
 		if len(f.Servers) == 0 {
 			fmt.Fprintln(w, "  no MCP servers")
@@ -381,22 +382,22 @@ func printReport(opts *ProtectOptions, rep reportJSON) {
 				dis = " (disabled)"
 			}
 			name := displayName(s)
-			fmt.Fprintf(w, "  %s  %s  %s%s\n", padRight(strings.ToUpper(s.Status[:1])+s.Status[1:], statusW), padRight(name, nameW), s.Kind, dis)
+			untrusted.Fprintf(w, "  %s  %s  %s%s\n", padRight(strings.ToUpper(s.Status[:1])+s.Status[1:], statusW), padRight(name, nameW), s.Kind, dis)
 			switch {
 			case s.URL != "":
-				fmt.Fprintf(w, "      url: %s\n", s.URL)
+				untrusted.Fprintf(w, "      url: %s\n", s.URL)
 			case len(s.Command) > 0:
-				fmt.Fprintf(w, "      runs: %s\n", quoteArgs(s.Command))
+				untrusted.Fprintf(w, "      runs: %s\n", quoteArgs(s.Command))
 			}
-			fmt.Fprintf(w, "      reaches: %s\n", reachText(s))
+			untrusted.Fprintf(w, "      reaches: %s\n", reachText(s))
 			for _, sec := range s.Secrets {
-				fmt.Fprintf(w, "      ! secret in clear text: %s (%s %s)\n", sec.Where, sec.Kind, sec.Redacted)
+				untrusted.Fprintf(w, "      ! secret in clear text: %s (%s %s)\n", sec.Where, sec.Kind, sec.Redacted)
 			}
 			if s.Hint != "" && s.Status != statusCaged && s.Status != statusRemote {
-				fmt.Fprintf(w, "      hint: %s\n", s.Hint)
+				untrusted.Fprintf(w, "      hint: %s\n", s.Hint)
 			}
 			for _, wn := range s.Warnings {
-				fmt.Fprintf(w, "      note: %s\n", wn)
+				untrusted.Fprintf(w, "      note: %s\n", wn)
 			}
 			if s.Inspect != nil {
 				printInspect(w, s.Inspect)
@@ -405,13 +406,13 @@ func printReport(opts *ProtectOptions, rep reportJSON) {
 	}
 	sm := rep.Summary
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%s in %s: %d caged, %d uncaged, %d remote.", countOf(sm.Servers, "server"), countOf(sm.Files, "file"), sm.Caged, sm.Uncaged, sm.Remote)
+	untrusted.Fprintf(w, "%s in %s: %d caged, %d uncaged, %d remote.", countOf(sm.Servers, "server"), countOf(sm.Files, "file"), sm.Caged, sm.Uncaged, sm.Remote)
 	if sm.Secrets > 0 {
-		fmt.Fprintf(w, " %s written in clear text.", countOf(sm.Secrets, "secret"))
+		untrusted.Fprintf(w, " %s written in clear text.", countOf(sm.Secrets, "secret"))
 	}
 	fmt.Fprintln(w)
 	if sm.Cageable > 0 {
-		fmt.Fprintf(w, "%d can be caged: run `mcpcage protect --fix`.\n", sm.Cageable)
+		untrusted.Fprintf(w, "%d can be caged: run `mcpcage protect --fix`.\n", sm.Cageable)
 	}
 }
 
@@ -507,17 +508,17 @@ func (e *fileErrors) add(path string, err error) {
 func printPlan(opts *ProtectOptions, plans []*planFile, verb string) {
 	w := opts.IO.Out
 	for _, p := range plans {
-		fmt.Fprintf(w, "%s (%s)  %s\n", p.report.File.Client.Name, p.report.File.Scope, tilde(opts.Layout, p.report.File.Path))
+		untrusted.Fprintf(w, "%s (%s)  %s\n", p.report.File.Client.Name, p.report.File.Scope, tilde(opts.Layout, p.report.File.Path))
 		for _, c := range p.changes {
 			name := c.Before.Name
 			if sc := c.Before.Scope(); sc != "" {
 				name += "  [" + sc + "]"
 			}
-			fmt.Fprintf(w, "  %s %s\n", verb, name)
-			fmt.Fprintf(w, "      before: %s\n", quoteArgs(append([]string{c.Before.Command}, secrets.RedactArgs(c.Before.Args)...)))
-			fmt.Fprintf(w, "      after:  %s\n", quoteArgs(append([]string{c.After.Command}, secrets.RedactArgs(c.After.Args)...)))
+			untrusted.Fprintf(w, "  %s %s\n", verb, name)
+			untrusted.Fprintf(w, "      before: %s\n", quoteArgs(append([]string{c.Before.Command}, secrets.RedactArgs(c.Before.Args)...)))
+			untrusted.Fprintf(w, "      after:  %s\n", quoteArgs(append([]string{c.After.Command}, secrets.RedactArgs(c.After.Args)...)))
 			for _, wn := range warningsFor(verb, c.Before) {
-				fmt.Fprintf(w, "      note: %s\n", wn)
+				untrusted.Fprintf(w, "      note: %s\n", wn)
 			}
 		}
 	}
@@ -538,7 +539,7 @@ func confirm(opts *ProtectOptions, yes bool, question, yesFlagCmd string) error 
 	if !opts.IO.InTTY {
 		return &ExitError{Code: 2, Err: withHint(errors.New("not changing any file without confirmation, and there is no terminal to ask on"), "run `%s` to confirm from a script", yesFlagCmd)}
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "%s [y/N] ", question)
+	untrusted.Fprintf(opts.IO.ErrOut, "%s [y/N] ", question)
 	line, _ := bufio.NewReader(opts.IO.In).ReadString('\n')
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":
@@ -566,7 +567,7 @@ func apply(opts *ProtectOptions, plans []*planFile, ledger *clients.Ledger, cage
 		}
 		written++
 		entries += len(p.changes)
-		fmt.Fprintf(opts.IO.Out, "wrote %s (backup: %s)\n", tilde(opts.Layout, path), filepath.Base(backup))
+		untrusted.Fprintf(opts.IO.Out, "wrote %s (backup: %s)\n", tilde(opts.Layout, path), filepath.Base(backup))
 		if ledger != nil {
 			for _, c := range p.changes {
 				ledger.Set(path, c.Before.Where, caged)
@@ -575,7 +576,7 @@ func apply(opts *ProtectOptions, plans []*planFile, ledger *clients.Ledger, cage
 	}
 	if ledger != nil && written > 0 {
 		if err := ledger.Save(); err != nil {
-			fmt.Fprintf(opts.IO.ErrOut, "mcpcage: warning: cannot record the caged entries: %v\n", err)
+			untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: warning: cannot record the caged entries: %v\n", err)
 		}
 	}
 	return written, entries, failed
@@ -595,7 +596,7 @@ func fixRun(opts *ProtectOptions, reports []*fileReport, ledger *clients.Ledger)
 	plans := planEdit(reports, clients.OpFix, wrap, nil, &errs)
 	w := opts.IO.Out
 	for _, l := range errs.lines {
-		fmt.Fprintf(opts.IO.ErrOut, "mcpcage: warning: left as it is: %s\n", l)
+		untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: warning: left as it is: %s\n", l)
 	}
 	// What stays uncaged, and why, so nobody believes everything is caged.
 	left := 0
@@ -606,7 +607,7 @@ func fixRun(opts *ProtectOptions, reports []*fileReport, ledger *clients.Ledger)
 					fmt.Fprintln(w, "Left as they are:")
 				}
 				left++
-				fmt.Fprintf(w, "  %s  %s (%s): %s\n", tilde(opts.Layout, r.File.Path), s.Name, s.Kind(), why)
+				untrusted.Fprintf(w, "  %s  %s (%s): %s\n", tilde(opts.Layout, r.File.Path), s.Name, s.Kind(), why)
 			}
 		}
 	}
@@ -645,7 +646,7 @@ func fixRun(opts *ProtectOptions, reports []*fileReport, ledger *clients.Ledger)
 		if len(failures) > 0 {
 			fmt.Fprintln(w, "Left uncaged, their packages could not be installed:")
 			for _, f := range failures {
-				fmt.Fprintf(w, "  %s  %s: %s\n", tilde(opts.Layout, f.file), f.server.Name, f.reason)
+				untrusted.Fprintf(w, "  %s  %s: %s\n", tilde(opts.Layout, f.file), f.server.Name, f.reason)
 			}
 			bad := map[string]bool{}
 			for _, f := range failures {
@@ -663,11 +664,11 @@ func fixRun(opts *ProtectOptions, reports []*fileReport, ledger *clients.Ledger)
 	}
 	written, entries, failed := apply(opts, plans, ledger, true)
 	if written > 0 {
-		fmt.Fprintf(w, "Caged %s in %s.%s Restart the clients to start them caged; `mcpcage unwrap` restores them.\n", countOf(entries, "server"), countOf(written, "file"), installed)
+		untrusted.Fprintf(w, "Caged %s in %s.%s Restart the clients to start them caged; `mcpcage unwrap` restores them.\n", countOf(entries, "server"), countOf(written, "file"), installed)
 	}
 	if len(failed) > 0 {
 		for _, f := range failed[:len(failed)-1] {
-			fmt.Fprintf(opts.IO.ErrOut, "mcpcage: error: %s\n", f)
+			untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: error: %s\n", f)
 		}
 		return withHint(errors.New(failed[len(failed)-1]), "run `mcpcage protect --fix` again")
 	}

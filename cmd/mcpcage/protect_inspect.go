@@ -19,6 +19,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/pin"
 	"github.com/mcpcage/mcpcage/internal/proxy"
 	"github.com/mcpcage/mcpcage/internal/scan"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 // inspectTimeout bounds one server's inspection: install, start, list.
@@ -62,7 +63,7 @@ func inspectAll(opts *ProtectOptions, reports []*fileReport, rep *reportJSON) {
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(opts.IO.ErrOut, "mcpcage: inspecting %s (%s)...\n", s.Name, r.File.Client.Name)
+			untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: inspecting %s (%s)...\n", s.Name, r.File.Client.Name)
 			res := inspectOne(opts, s, argv)
 			rep.Files[fi].Servers[si].Inspect = res
 		}
@@ -253,10 +254,10 @@ func pinStatus(name string, current []jsontext.Value) (string, string) {
 	var what, missing []string
 	for _, c := range changes {
 		if c.Op == pin.Removed {
-			missing = append(missing, scan.Visible(c.Key))
+			missing = append(missing, untrusted.Line(c.Key))
 			continue
 		}
-		what = append(what, fmt.Sprintf("%s %s", scan.Visible(c.Key), c.Op))
+		what = append(what, fmt.Sprintf("%s %s", untrusted.Line(c.Key), c.Op))
 	}
 	if len(what) > 0 {
 		return "changed", fmt.Sprintf("differs from the approved tools (%s): a session would lock (`mcpcage diff %s` then)", strings.Join(what, ", "), name)
@@ -270,20 +271,20 @@ func pinStatus(name string, current []jsontext.Value) (string, string) {
 
 func printInspect(w io.Writer, r *inspectResultJSON) {
 	if r.Error != "" {
-		fmt.Fprintf(w, "      inspect: %s\n", r.Error)
+		untrusted.Fprintf(w, "      inspect: %s\n", r.Error)
 		return
 	}
-	fmt.Fprintf(w, "      tools (%d): %s\n", len(r.Tools), strings.Join(r.Tools, ", "))
-	fmt.Fprintf(w, "      pins: %s\n", r.PinText)
+	untrusted.Fprintf(w, "      tools (%d): %s\n", len(r.Tools), strings.Join(r.Tools, ", "))
+	untrusted.Fprintf(w, "      pins: %s\n", r.PinText)
 	if len(r.Findings) == 0 {
 		fmt.Fprintln(w, "      scanner: no sign of hidden instructions")
 		return
 	}
 	for _, tf := range r.Findings {
-		fmt.Fprintf(w, "      scanner: tool %q\n", scan.Visible(tf.Tool))
+		untrusted.Fprintf(w, "      scanner: tool %q\n", untrusted.Line(tf.Tool))
 		_ = scan.Format(w, "        ", tf.Findings)
 		if s := scan.Summary(tf.Tool, tf.Findings); s != "" {
-			fmt.Fprintf(w, "        %s\n", s)
+			untrusted.Fprintf(w, "        %s\n", s)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/clients"
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/install"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 // fixWrap is how --fix cages an entry: besides --name and --env, the state
@@ -85,7 +86,7 @@ func installPlanned(ctx context.Context, opts *ProtectOptions, plans []*planFile
 		for _, e := range j.entries {
 			names = append(names, e.server.Name)
 		}
-		fmt.Fprintf(errOut, "mcpcage: installing %s for %s (%d of %d)...\n", j.cmd.Spec, strings.Join(names, ", "), i+1, len(jobs))
+		untrusted.Fprintf(errOut, "mcpcage: installing %s for %s (%d of %d)...\n", j.cmd.Spec, strings.Join(names, ", "), i+1, len(jobs))
 		start := time.Now()
 		res, ierr := install.Ensure(ctx, cli, install.Request{
 			Kind: j.cmd.Kind, Spec: j.cmd.Spec, Stderr: errOut, Labels: cage.Self().Labels(),
@@ -99,7 +100,7 @@ func installPlanned(ctx context.Context, opts *ProtectOptions, plans []*planFile
 			if errors.As(ierr, &ie) {
 				reason += " (build the cage images with `make images` in mcpcage's source)"
 			}
-			fmt.Fprintf(errOut, "mcpcage: cannot install %s: %v\n", j.cmd.Spec, ierr)
+			untrusted.Fprintf(errOut, "mcpcage: cannot install %s: %v\n", j.cmd.Spec, ierr)
 			for _, e := range j.entries {
 				e.reason = reason
 				failures = append(failures, e)
@@ -110,7 +111,7 @@ func installPlanned(ctx context.Context, opts *ProtectOptions, plans []*planFile
 		if !res.Installed {
 			how = "already installed"
 		}
-		fmt.Fprintf(errOut, "mcpcage: %s %s@%s (%s)\n", how, res.Package, res.Version, roundDuration(time.Since(start)))
+		untrusted.Fprintf(errOut, "mcpcage: %s %s@%s (%s)\n", how, res.Package, res.Version, roundDuration(time.Since(start)))
 		count++
 	}
 	return failures, count, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpcage/mcpcage/internal/cage"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 func init() { addCommand(newPsCmd) }
@@ -82,7 +83,7 @@ func psRun(ctx context.Context, opts *PsOptions) error {
 		if e.Owner != cage.OwnerAlive.String() {
 			owner += " (" + e.Owner + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, e.Container, shortImage(e.Image), e.State,
+		untrusted.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, e.Container, shortImage(e.Image), e.State,
 			formatUptime(time.Duration(e.UptimeSeconds)*time.Second), owner)
 	}
 	return tw.Flush()

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 // version is set at release time with -ldflags "-X main.version=...".
@@ -118,10 +120,10 @@ func run(io *IOStreams, args []string) int {
 			return code
 		}
 	}
-	fmt.Fprintf(io.ErrOut, "mcpcage: error: %s\n", strings.TrimSpace(err.Error()))
+	untrusted.Fprintf(io.ErrOut, "mcpcage: error: %s\n", strings.TrimSpace(err.Error()))
 	var hint *HintError
 	if errors.As(err, &hint) && hint.Hint != "" {
-		fmt.Fprintf(io.ErrOut, "mcpcage: hint: %s\n", hint.Hint)
+		untrusted.Fprintf(io.ErrOut, "mcpcage: hint: %s\n", hint.Hint)
 	}
 	return code
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
 	"github.com/mcpcage/mcpcage/internal/launch"
 	"github.com/mcpcage/mcpcage/internal/proxy"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 func init() { addCommand(newRunCmd) }
@@ -260,7 +261,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		return err
 	}
 	for _, n := range p.notes {
-		fmt.Fprintf(opts.IO.ErrOut, "mcpcage: warning: %s\n", n)
+		untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: warning: %s\n", n)
 	}
 	c, l, err := setUpCage(ctx, opts, p)
 	if err != nil {
@@ -306,9 +307,9 @@ func setUpCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Cage, l
 		return fail(withHint(err, "start Docker (or set DOCKER_HOST), then try again"))
 	}
 	if removed, err := cage.Reap(ctx, cli); err != nil {
-		fmt.Fprintf(opts.IO.ErrOut, "mcpcage: warning: %v\n", err)
+		untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: warning: %v\n", err)
 	} else if len(removed) > 0 {
-		fmt.Fprintf(opts.IO.ErrOut, "mcpcage: removed %d orphaned cage(s) whose mcpcage process is gone: %s\n", len(removed), strings.Join(removed, ", "))
+		untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: removed %d orphaned cage(s) whose mcpcage process is gone: %s\n", len(removed), strings.Join(removed, ", "))
 	}
 	spec := cage.Spec{
 		Name:     p.name,
@@ -496,9 +497,9 @@ func (f *firstReply) fire(s *proxy.Session, id jsonrpc.ID, method string) {
 		msg += "; it may need the network (mcpcage run --allow-net)"
 		hint = "mcpcage: hint: servers that front a remote service wait silently without the network: add --allow-net if you trust it with the network"
 	}
-	fmt.Fprintf(f.log, "%s\n", msg)
+	untrusted.Fprintf(f.log, "%s\n", msg)
 	if hint != "" {
-		fmt.Fprintf(f.log, "%s\n", hint)
+		untrusted.Fprintf(f.log, "%s\n", hint)
 	}
 	_ = s.SendToClient(jsonrpc.NewErrorResponse(id, jsonrpc.CodeInternalError, msg, nil))
 }

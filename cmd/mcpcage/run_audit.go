@@ -18,6 +18,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
 	"github.com/mcpcage/mcpcage/internal/pin"
 	"github.com/mcpcage/mcpcage/internal/proxy"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 // The audit run flags. Package variables because run extensions register
@@ -95,7 +96,7 @@ func newAuditPolicy(rc *RunContext) (proxy.Policy, error) {
 		opts.AnchorCommand = auditAnchorCmdFlag
 	}
 	errOut := rc.IO.ErrOut
-	opts.Warn = func(err error) { fmt.Fprintf(errOut, "mcpcage: audit: warning: %v\n", err) }
+	opts.Warn = func(err error) { untrusted.Fprintf(errOut, "mcpcage: audit: warning: %v\n", err) }
 	l, err := audit.Open(opts)
 	if err != nil {
 		return nil, withHint(fmt.Errorf("cannot open the audit log: %w", err), "check that %s is writable", opts.Dir)
@@ -146,7 +147,7 @@ func (p *auditPolicy) event(kind string, fields map[string]any) {
 // (an approval). A failure is a warning: the command's own work is done.
 func auditEvent(io *IOStreams, kind string, fields map[string]any) {
 	if err := audit.AppendDefault(kind, fields); err != nil {
-		fmt.Fprintf(io.ErrOut, "mcpcage: audit: warning: the %s was not recorded in the audit log: %v\n", kind, err)
+		untrusted.Fprintf(io.ErrOut, "mcpcage: audit: warning: the %s was not recorded in the audit log: %v\n", kind, err)
 	}
 }
 
@@ -177,7 +178,7 @@ func (p *auditPolicy) append(kind string, fields map[string]any) {
 		p.failed = true
 		p.mu.Unlock()
 		if first {
-			fmt.Fprintf(p.rc.IO.ErrOut, "mcpcage: audit: error: %v\n", err)
+			untrusted.Fprintf(p.rc.IO.ErrOut, "mcpcage: audit: error: %v\n", err)
 		}
 	}
 }
@@ -418,7 +419,7 @@ func (p *auditPolicy) SessionEnd(ctx context.Context, s *proxy.Session, exitCode
 		"dur_ms": time.Since(p.start).Milliseconds(),
 	})
 	if err := p.log.Close(); err != nil {
-		fmt.Fprintf(p.rc.IO.ErrOut, "mcpcage: audit: error: %v\n", err)
+		untrusted.Fprintf(p.rc.IO.ErrOut, "mcpcage: audit: error: %v\n", err)
 	}
 }
 

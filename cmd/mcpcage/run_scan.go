@@ -16,6 +16,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
 	"github.com/mcpcage/mcpcage/internal/proxy"
 	"github.com/mcpcage/mcpcage/internal/scan"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 // blockResultsFlag is `mcpcage run --block-results`: "" (the default) lets
@@ -68,14 +69,14 @@ func (p *resultScanPolicy) Inspect(ctx context.Context, s *proxy.Session, ev *pr
 	if len(fs) == 0 {
 		return proxy.Verdict{Action: proxy.Forward}
 	}
-	what := kind + " " + strconv.Quote(scan.Visible(requestedName(ev.Method, ev.Params)))
+	what := kind + " " + strconv.Quote(untrusted.Line(requestedName(ev.Method, ev.Params)))
 	blocked := ev.Method == "tools/call" && p.block != 0 && scan.Max(fs) >= p.block
 	var b strings.Builder
 	outcome := "passed on"
 	if blocked {
 		outcome = "withheld (--block-results " + strings.ToLower(p.block.String()) + ")"
 	}
-	fmt.Fprintf(&b, "mcpcage: %s of %q returned %s; the result was %s:\n", what, p.rc.Name, signs(fs), outcome)
+	untrusted.Fprintf(&b, "mcpcage: %s of %q returned %s; the result was %s:\n", what, p.rc.Name, signs(fs), outcome)
 	_ = scan.Format(&b, "    ", fs)
 	_, _ = p.rc.IO.ErrOut.Write([]byte(b.String()))
 	if !blocked {

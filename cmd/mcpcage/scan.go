@@ -22,6 +22,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/pin"
 	"github.com/mcpcage/mcpcage/internal/proxy"
 	"github.com/mcpcage/mcpcage/internal/scan"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 func init() { addCommand(newScanCmd) }
@@ -362,16 +363,16 @@ func printScan(opts *ScanOptions, rep *scanReport) error {
 		}
 		flagged++
 		high += scan.Count(it.Findings, scan.High)
-		label := it.Kind + " " + strconv.Quote(scan.Visible(it.Name))
+		label := it.Kind + " " + strconv.Quote(untrusted.Line(it.Name))
 		if it.Kind == "instructions" {
 			label = "the server's instructions"
 		}
-		fmt.Fprintf(w, "%s\n", label)
+		untrusted.Fprintf(w, "%s\n", label)
 		if err := scan.Format(w, "    ", it.Findings); err != nil {
 			return err
 		}
 		if s := scan.Summary(it.Name, it.Findings); s != "" {
-			fmt.Fprintf(w, "    %s\n", s)
+			untrusted.Fprintf(w, "    %s\n", s)
 		}
 	}
 	what := fmt.Sprintf("%d tool(s)", len(rep.Tools))
@@ -382,10 +383,10 @@ func printScan(opts *ScanOptions, rep *scanReport) error {
 		what += " of " + strconv.Quote(rep.Server)
 	}
 	if flagged == 0 {
-		fmt.Fprintf(w, "no signs of hidden instructions in %s\n", what)
+		untrusted.Fprintf(w, "no signs of hidden instructions in %s\n", what)
 		return nil
 	}
-	fmt.Fprintf(w, "%d of %s with signs of hidden instructions; %s\n", flagged, what, scan.HighCount(high))
+	untrusted.Fprintf(w, "%d of %s with signs of hidden instructions; %s\n", flagged, what, scan.HighCount(high))
 	return nil
 }
 
@@ -419,7 +420,7 @@ func scanCaged(ctx context.Context, opts *ScanOptions) (*scanReport, error) {
 	if err != nil {
 		err = fmt.Errorf("cannot list the tools of %q: %v", p.name, err)
 		if tail := lastLine(stderrTail.String()); tail != "" {
-			err = fmt.Errorf("%v (the server said: %s)", err, scan.Visible(tail))
+			err = fmt.Errorf("%v (the server said: %s)", err, untrusted.Line(tail))
 		}
 		return nil, withHint(err, "if the server needs the network to start, try --allow-net; if it needs a variable, --env NAME")
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpcage/mcpcage/internal/clients"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 func init() { addCommand(newUnwrapCmd) }
@@ -67,7 +68,7 @@ func unwrapRun(opts *UnwrapOptions) error {
 	var errs fileErrors
 	plans := plan(reports, clients.OpUnwrap, "", &errs)
 	for _, l := range errs.lines {
-		fmt.Fprintf(opts.IO.ErrOut, "mcpcage: warning: left as it is: %s\n", l)
+		untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: warning: left as it is: %s\n", l)
 	}
 	w := opts.IO.Out
 	if len(plans) == 0 {
@@ -84,11 +85,11 @@ func unwrapRun(opts *UnwrapOptions) error {
 	}
 	written, entries, failed := apply(&opts.ProtectOptions, plans, ledger, false)
 	if written > 0 {
-		fmt.Fprintf(w, "Restored %s in %s. Restart the clients to start them uncaged.\n", countOf(entries, "server"), countOf(written, "file"))
+		untrusted.Fprintf(w, "Restored %s in %s. Restart the clients to start them uncaged.\n", countOf(entries, "server"), countOf(written, "file"))
 	}
 	if len(failed) > 0 {
 		for _, f := range failed[:len(failed)-1] {
-			fmt.Fprintf(opts.IO.ErrOut, "mcpcage: error: %s\n", f)
+			untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: error: %s\n", f)
 		}
 		return withHint(errors.New(failed[len(failed)-1]), "run `mcpcage unwrap` again")
 	}

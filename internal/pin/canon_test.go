@@ -85,24 +85,3 @@ func TestCanonicalRejects(t *testing.T) {
 		t.Error("deep nesting accepted")
 	}
 }
-
-func TestVisible(t *testing.T) {
-	for in, want := range map[string]string{
-		"a\u200bb":        "a<U+200B>b",
-		"x\u202ey":        "x<U+202E>y",
-		"tag\U000E0041":   "tag<U+E0041>",
-		"nb\u00a0sp":      "nb<U+00A0>sp",
-		"esc\x1b[31m":     "esc<U+001B>[31m",
-		"line\nnext\ttab": "line\nnext\ttab",
-		"bad\xff":         "bad<0xFF>",
-		"vs\ufe0f":        "vs<U+FE0F>",
-		"plain text. ok!": "plain text. ok!",
-	} {
-		if got := Visible(in); got != want {
-			t.Errorf("Visible(%q) = %q, want %q", in, got, want)
-		}
-	}
-	if got := VisibleLine("a\nb\tc\u200b"); got != "a<U+000A>b<U+0009>c<U+200B>" {
-		t.Errorf("VisibleLine: %q", got)
-	}
-}

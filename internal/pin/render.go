@@ -1,66 +1,14 @@
 package pin
 
 import (
-	"fmt"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/sergi/go-diff/diffmatchpatch"
+
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
-
-// Visible returns s with every character a person cannot see, or that could
-// steer a terminal, written as <U+XXXX>: format characters (zero-width,
-// bidirectional controls, tags), control characters other than newline and
-// tab, private-use characters, variation selectors and every space but the
-// plain one. Invalid UTF-8 bytes are written <0xXX>.
-func Visible(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, "<0x%02X>", s[i])
-		case invisible(r):
-			fmt.Fprintf(&b, "<U+%04X>", r)
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
-	}
-	return b.String()
-}
-
-// VisibleLine is Visible for text that must stay on one line (names, keys):
-// newlines and tabs are written <U+000A> and <U+0009> too, so a name cannot
-// forge lines of output.
-func VisibleLine(s string) string {
-	v := Visible(s)
-	if !strings.ContainsAny(v, "\n\t") {
-		return v
-	}
-	return strings.NewReplacer("\n", "<U+000A>", "\t", "<U+0009>").Replace(v)
-}
-
-func invisible(r rune) bool {
-	switch {
-	case r == '\n' || r == '\t' || r == ' ':
-		return false
-	case unicode.Is(unicode.Cc, r), unicode.Is(unicode.Cf, r), unicode.Is(unicode.Co, r):
-		return true
-	case unicode.IsSpace(r), unicode.Is(unicode.Zs, r):
-		return true
-	case r >= 0xFE00 && r <= 0xFE0F, r >= 0xE0100 && r <= 0xE01EF: // variation selectors
-		return true
-	case r == 0x034F, r == 0x115F, r == 0x1160, r == 0x3164, r == 0xFFA0, r == 0x2800, r == 0x180E:
-		return true // blank-looking letters and marks
-	case r == utf8.RuneError:
-		return true
-	}
-	return false
-}
 
 // FieldText is how diff shows one member's value: a string as its text, cut
 // into lines after each sentence so that a change lands on the sentence it
@@ -69,19 +17,19 @@ func invisible(r rune) bool {
 func FieldText(v []byte) string {
 	c, err := Canonical(v)
 	if err != nil || len(c) == 0 {
-		return Visible(string(v))
+		return untrusted.Text(string(v))
 	}
 	if c[0] == '"' {
 		var s string
 		if json.Unmarshal(c, &s) == nil {
-			return splitSentences(Visible(s))
+			return splitSentences(untrusted.Text(s))
 		}
 	}
 	val := jsontext.Value(c)
 	if err := val.Indent(jsontext.WithIndent("  ")); err != nil {
-		return Visible(string(c))
+		return untrusted.Text(string(c))
 	}
-	return Visible(string(val))
+	return untrusted.Text(string(val))
 }
 
 func splitSentences(s string) string {

@@ -236,7 +236,7 @@ func TestStubbornServerIsStopped(t *testing.T) {
 		t.Errorf("stop took %v", d)
 	}
 	// Its stderr reaches ours with its name, and cannot drive the terminal.
-	if log := p.stderr.String(); !strings.Contains(log, `[fixture] stubborn: \x1b[31mnot leaving\x1b[0m`) {
+	if log := p.stderr.String(); !strings.Contains(log, `[fixture] stubborn: <U+001B>[31mnot leaving<U+001B>[0m`) {
 		t.Errorf("stderr not relayed safely:\n%q", log)
 	}
 }
@@ -329,4 +329,35 @@ func TestTooManyPending(t *testing.T) {
 	b.WriteString(`{"jsonrpc":"2.0","id":"one-too-many","method":"hang"}`)
 	c.send(b.String())
 	c.expect(`"id":"one-too-many"`, "too many requests are already waiting for the server")
+}
+
+// hostileStderr holds, line by line, C1 controls as runes (CSI, OSC), the
+// same as raw bytes, bidirectional controls, a zero-width space and an
+// invalid byte: each would steer or fool a terminal if relayed as is.
+const hostileStderr = "csi \u009b2J osc \u009d0;owned\u0007\n" +
+	"raw \x9b2J \x9d0;owned\n" +
+	"file \u202etxt.exe \u2066x\u2069\n" +
+	"zw d\u200bo \xff end\n"
+
+func TestServerStderrEscaped(t *testing.T) {
+	srv := startFixture(t, "hostile-stderr")
+	p := startProxy(t, srv, Config{})
+	p.toProxy.Close()
+	p.wait(t)
+	log := p.stderr.String()
+	for _, want := range []string{
+		"[fixture] csi <U+009B>2J osc <U+009D>0;owned<U+0007>\n",
+		"[fixture] raw <0x9B>2J <0x9D>0;owned\n",
+		"[fixture] file <U+202E>txt.exe <U+2066>x<U+2069>\n",
+		"[fixture] zw d<U+200B>o <0xFF> end\n",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"\u009b", "\u009d", "\x9b", "\u202e", "\u2066", "\u200b", "\xff"} {
+		if strings.Contains(log, bad) {
+			t.Errorf("stderr relays %q raw:\n%q", bad, log)
+		}
+	}
 }

@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGPIPE)
 		fmt.Fprintln(os.Stderr, "stubborn: \x1b[31mnot leaving\x1b[0m")
 		time.Sleep(time.Hour)
+	case "hostile-stderr":
+		// Writes what would steer a terminal, then leaves.
+		os.Stderr.WriteString(hostileStderr)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown fixture")
 		os.Exit(2)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 // Config sets up one proxied session.
@@ -957,37 +958,13 @@ func (r *run) pumpStderr(se io.Reader) {
 			continue
 		}
 		if len(line) > 0 {
-			r.log.WriteLine(prefix + sanitize(bytes.TrimRight(line, "\r\n")))
+			r.log.WriteLine(prefix + untrusted.Bytes(bytes.TrimRight(line, "\r\n")))
 			line = line[:0]
 		}
 		if err != nil && err != bufio.ErrBufferFull {
 			return
 		}
 	}
-}
-
-// sanitize shows control characters as escapes: a server must not be able to
-// move the cursor or rewrite the user's terminal through its stderr.
-func sanitize(b []byte) string {
-	clean := true
-	for _, c := range b {
-		if c < 0x20 && c != '\t' || c == 0x7f {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return string(b)
-	}
-	var sb bytes.Buffer
-	for _, c := range b {
-		if c < 0x20 && c != '\t' || c == 0x7f {
-			fmt.Fprintf(&sb, "\\x%02x", c)
-			continue
-		}
-		sb.WriteByte(c)
-	}
-	return sb.String()
 }
 
 type lineWriter struct {

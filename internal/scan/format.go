@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 // Format writes findings one per line, in columns, each line starting with
@@ -42,7 +44,7 @@ func Summary(name string, fs []Finding) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s in %s", HighCount(n), quote(Visible(name)))
+	return fmt.Sprintf("%s in %s", HighCount(n), quote(untrusted.Line(name)))
 }
 
 // HighCount says "1 high-severity sign of hidden instructions" or "N ...signs...".
@@ -54,7 +56,7 @@ func HighCount(n int) string {
 }
 
 func location(f Finding) string {
-	return Visible(f.Path) + ": " + quote(f.Snippet)
+	return untrusted.Line(f.Path) + ": " + quote(f.Snippet)
 }
 
 func quote(s string) string {

@@ -1,8 +1,6 @@
 package scan
 
 import (
-	"fmt"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -202,60 +200,6 @@ func (nt *normText) rawSpan(a, b int) (int, int) {
 		return 0, 0
 	}
 	return int(nt.start[a]), int(nt.end[b-1])
-}
-
-// Visible returns s with everything a person cannot see made visible:
-// invisible, bidirectional-control, variation-selector, private-use and
-// control characters as <U+XXXX>, and a run of Unicode tag characters decoded
-// and shown as <tags:TEXT>, so hidden text is displayed, never interpreted
-// by the terminal.
-func Visible(s string) string {
-	var sb strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			fmt.Fprintf(&sb, "<0x%02X>", s[i])
-			i++
-			continue
-		}
-		if r >= 0xE0000 && r <= 0xE007F {
-			sb.WriteString("<tags:")
-			for i < len(s) {
-				r, n = utf8.DecodeRuneInString(s[i:])
-				if r < 0xE0000 || r > 0xE007F {
-					break
-				}
-				if t, ok := tagASCII(r); ok {
-					sb.WriteByte(t)
-				} else {
-					fmt.Fprintf(&sb, "<U+%04X>", r)
-				}
-				i += n
-			}
-			sb.WriteString(">")
-			continue
-		}
-		if needsEscape(r) {
-			fmt.Fprintf(&sb, "<U+%04X>", r)
-		} else {
-			sb.WriteRune(r)
-		}
-		i += n
-	}
-	return sb.String()
-}
-
-func needsEscape(r rune) bool {
-	if r < 0x20 || (r >= 0x7f && r < 0xa0) {
-		return true
-	}
-	if invisible(r) || r == 0x2028 || r == 0x2029 {
-		return true
-	}
-	if privateUse(r) {
-		return true
-	}
-	return !unicode.IsPrint(r) && r != ' '
 }
 
 func privateUse(r rune) bool {

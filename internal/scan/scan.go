@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 // Bounds that keep a scan linear in its input, whatever a server sends.
@@ -283,7 +285,7 @@ func (sc *scanner) add(r *Rule, snippet string) {
 		sc.order[path] = len(sc.order)
 	}
 	sc.out = append(sc.out, Finding{Rule: r.ID, Category: r.Category, Severity: r.Severity,
-		Path: path, Snippet: shorten(Visible(snippet)), Explanation: r.Explanation})
+		Path: path, Snippet: shorten(untrusted.Line(snippet)), Explanation: r.Explanation})
 }
 
 type span struct {

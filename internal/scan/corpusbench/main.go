@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/mcpcage/mcpcage/internal/scan"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 type record struct {
@@ -260,7 +261,7 @@ func describe(r *record) string {
 		Description string `json:"description"`
 	}
 	_ = json.Unmarshal(r.Tool, &t)
-	d := scan.Visible(t.Description)
+	d := untrusted.Line(t.Description)
 	if len([]rune(d)) > 300 {
 		d = string([]rune(d)[:300]) + "…"
 	}
