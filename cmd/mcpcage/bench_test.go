@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,50 +30,13 @@ import (
 // docker run, hardening included; own-cost is mcpcage minus docker-hard:
 // mcpcage's own work (Docker API calls, reaping, the proxy).
 func BenchmarkStartup(b *testing.B) {
-	ctx := context.Background()
-	dir := b.TempDir()
-	for _, s := range []string{"mcpcage", "home"} {
-		os.MkdirAll(dir+"/"+s, 0o700)
+	cb := newCageBench(b)
+	plain, hard := cb.dockerArgs(false), cb.dockerArgs(true)
+	nodeArgv := make([]string, len(cb.res.Command))
+	for i, a := range cb.res.Command {
+		nodeArgv[i] = strings.Replace(a, cb.res.MountPoint, cb.res.CacheDir, 1)
 	}
-	env := testEnv(dir)
-	b.Setenv("MCPCAGE_HOME", dir+"/mcpcage")
-	// The binary a user runs, not this test binary.
-	bin := dir + "/mcpcage-bin"
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/mcpcage/mcpcage/cmd/mcpcage").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
-	cli, err := cage.Connect(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cli.Close()
-	res, err := install.Ensure(ctx, cli, install.Request{Kind: "npx", Spec: everything})
-	if err != nil {
-		b.Fatal(err)
-	}
-	hardHome := b.TempDir()
-	if err := cage.PrepareHome(hardHome); err != nil {
-		b.Fatal(err)
-	}
-	dockerArgs := func(hard bool) []string {
-		args := []string{"run", "-i", "--rm", "-v", res.CacheDir + ":" + res.MountPoint + ":ro", "--entrypoint", res.Command[0]}
-		if hard {
-			args = append(args, "--network", "none", "--read-only", "--tmpfs", "/tmp:rw,nosuid,nodev,exec,mode=1777,size=64m",
-				"--cap-drop", "ALL", "--security-opt", "no-new-privileges:true", "--init", "--ipc", "private", "--log-driver", "none",
-				"--user", cage.User(), "--memory", "512m", "--memory-swap", "512m", "--pids-limit", "256", "--cpus", "1",
-				"-e", "HOME=/home/mcp", "-v", hardHome+":/home/mcp", "-w", "/home/mcp")
-		}
-		for _, e := range res.Env {
-			args = append(args, "-e", e)
-		}
-		args = append(args, res.ImageID)
-		return append(args, res.Command[1:]...)
-	}
-	plain, hard := dockerArgs(false), dockerArgs(true)
-	nodeArgv := make([]string, len(res.Command))
-	for i, a := range res.Command {
-		nodeArgv[i] = strings.Replace(a, res.MountPoint, res.CacheDir, 1)
-	}
+	bin, env := cb.bin, cb.env
 
 	var tCage, tPlain, tHard, tNode time.Duration
 	b.ResetTimer()
@@ -149,5 +114,155 @@ func firstToolsList(b *testing.B, cmd *exec.Cmd) time.Duration {
 		<-done
 	}
 	b.StartTimer()
+	return elapsed
+}
+
+// cageBench is what the cage benchmarks share: the mcpcage binary a user
+// runs (not this test binary), a fresh $MCPCAGE_HOME, and the everything
+// server installed in the cache, with the docker run command lines of the
+// same image, command and cache mount.
+type cageBench struct {
+	bin, hardHome string
+	env           []string
+	res           *install.Result
+}
+
+func newCageBench(b *testing.B) *cageBench {
+	ctx := context.Background()
+	dir := b.TempDir()
+	for _, s := range []string{"mcpcage", "home"} {
+		os.MkdirAll(dir+"/"+s, 0o700)
+	}
+	cb := &cageBench{env: testEnv(dir), bin: dir + "/mcpcage-bin", hardHome: b.TempDir()}
+	b.Setenv("MCPCAGE_HOME", dir+"/mcpcage")
+	if out, err := exec.Command("go", "build", "-o", cb.bin, "github.com/mcpcage/mcpcage/cmd/mcpcage").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	cli, err := cage.Connect(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cli.Close()
+	if cb.res, err = install.Ensure(ctx, cli, install.Request{Kind: "npx", Spec: everything}); err != nil {
+		b.Fatal(err)
+	}
+	if err := cage.PrepareHome(cb.hardHome); err != nil {
+		b.Fatal(err)
+	}
+	return cb
+}
+
+// dockerArgs is a plain docker run -i of the server, or with hard set the
+// same with the cage's hardening flags.
+func (cb *cageBench) dockerArgs(hard bool) []string {
+	res := cb.res
+	args := []string{"run", "-i", "--rm", "-v", res.CacheDir + ":" + res.MountPoint + ":ro", "--entrypoint", res.Command[0]}
+	if hard {
+		args = append(args, "--network", "none", "--read-only", "--tmpfs", "/tmp:rw,nosuid,nodev,exec,mode=1777,size=64m",
+			"--cap-drop", "ALL", "--security-opt", "no-new-privileges:true", "--init", "--ipc", "private", "--log-driver", "none",
+			"--user", cage.User(), "--memory", "512m", "--memory-swap", "512m", "--pids-limit", "256", "--cpus", "1",
+			"-e", "HOME=/home/mcp", "-v", cb.hardHome+":/home/mcp", "-w", "/home/mcp")
+	}
+	for _, e := range res.Env {
+		args = append(args, "-e", e)
+	}
+	args = append(args, res.ImageID)
+	return append(args, res.Command[1:]...)
+}
+
+// cageCalls is how many sequential tools/calls BenchmarkCagePerCall times
+// per session.
+const cageCalls = 300
+
+// BenchmarkCagePerCall times 300 sequential tools/calls (echo) of the
+// everything server, through `mcpcage run -- npx -y PKG` (cage, proxy, pins,
+// scanner, audit log) and through a plain docker run -i of the same image,
+// command and cache mount, the two in turn within each iteration. Startup
+// is not timed. per-call-ratio is mcpcage over docker-run; mcpcage-peak-rss-MB
+// is the mcpcage process's peak resident set (getrusage ru_maxrss).
+func BenchmarkCagePerCall(b *testing.B) {
+	cb := newCageBench(b)
+	plain := cb.dockerArgs(false)
+	var tCage, tPlain time.Duration
+	var rss int64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		runs := []func(){
+			func() {
+				cmd := exec.Command(cb.bin, "run", "--", "npx", "-y", everything)
+				cmd.Env = cb.env
+				tCage += sequentialCalls(b, cmd, cageCalls)
+				if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > rss {
+					rss = ru.Maxrss
+				}
+			},
+			func() { tPlain += sequentialCalls(b, exec.Command("docker", plain...), cageCalls) },
+		}
+		for k := range runs {
+			runs[(i+k)%len(runs)]()
+		}
+	}
+	us := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N*cageCalls) }
+	b.ReportMetric(us(tCage), "mcpcage-us/call")
+	b.ReportMetric(us(tPlain), "docker-run-us/call")
+	b.ReportMetric(float64(tCage)/float64(tPlain), "per-call-ratio")
+	b.ReportMetric(float64(rss)/1024, "mcpcage-peak-rss-MB")
+	b.ReportMetric(0, "ns/op")
+}
+
+// sequentialCalls starts cmd, runs the MCP handshake, then times n
+// tools/calls of echo, each sent once the answer to the one before is in;
+// the handshake and the shutdown are not timed.
+func sequentialCalls(b *testing.B, cmd *exec.Cmd, n int) time.Duration {
+	b.Helper()
+	b.StopTimer()
+	defer b.StartTimer()
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stderr := &cageBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	rd := bufio.NewReaderSize(out, 1<<20)
+	waitFor := func(id string) {
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				b.Fatalf("%v: no answer to request %s: %v\n%s", cmd.Args, id, err, stderr.String())
+			}
+			if strings.Contains(line, `"id":`+id+`,`) || strings.Contains(line, `"id":`+id+`}`) {
+				return
+			}
+		}
+	}
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+	waitFor("1")
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	waitFor("2")
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		id := strconv.Itoa(10 + i)
+		fmt.Fprintln(in, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"echo","arguments":{"message":"call `+id+` of the benchmark"}}}`)
+		waitFor(id)
+	}
+	elapsed := time.Since(start)
+	in.Close()
+	go io.Copy(io.Discard, rd)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
 	return elapsed
 }
