@@ -470,12 +470,12 @@ type planFile struct {
 }
 
 func plan(reports []*fileReport, op clients.Op, exe string, errOut *fileErrors) []*planFile {
-	return planEdit(reports, op, clients.Wrap{Exe: exe}, nil, errOut)
+	return planEdit(reports, op, func(*fileReport) clients.Wrap { return clients.Wrap{Exe: exe} }, nil, errOut)
 }
 
 // planEdit is plan with the wrapping spelled out; only, when not nil, limits
 // the edit to the entries of a file it accepts.
-func planEdit(reports []*fileReport, op clients.Op, w clients.Wrap, only func(path string, s clients.Server) bool, errOut *fileErrors) []*planFile {
+func planEdit(reports []*fileReport, op clients.Op, wrap func(*fileReport) clients.Wrap, only func(path string, s clients.Server) bool, errOut *fileErrors) []*planFile {
 	var out []*planFile
 	for _, r := range reports {
 		if r.Err != nil {
@@ -487,7 +487,7 @@ func planEdit(reports []*fileReport, op clients.Op, w clients.Wrap, only func(pa
 			path := r.File.Path
 			keep = func(s clients.Server) bool { return only(path, s) }
 		}
-		after, changes, err := clients.EditWith(r.File.Client.Format, r.Data, r.File.Client.Tables, op, w, keep)
+		after, changes, err := clients.EditWith(r.File.Client.Format, r.Data, r.File.Client.Tables, op, wrap(r), keep)
 		if err != nil {
 			errOut.add(r.File.Path, err)
 			continue
@@ -519,6 +519,11 @@ func printPlan(opts *ProtectOptions, plans []*planFile, verb string) {
 			untrusted.Fprintf(w, "      after:  %s\n", quoteArgs(append([]string{c.After.Command}, secrets.RedactArgs(c.After.Args)...)))
 			for _, wn := range warningsFor(verb, c.Before) {
 				untrusted.Fprintf(w, "      note: %s\n", wn)
+			}
+			if verb == "cage" {
+				for _, n := range cageNotes(opts, p.report, c) {
+					fmt.Fprintf(w, "      %s\n", n)
+				}
 			}
 		}
 	}

@@ -4,36 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/mcpcage/mcpcage/internal/cage"
 	"github.com/mcpcage/mcpcage/internal/clients"
-	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/install"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
-
-// fixWrap is how --fix cages an entry: besides --name and --env, the state
-// directory when it is not the default one, because clients built on the
-// SDKs start servers with only a few variables (MCPCAGE_HOME is not among
-// them) and the session would then keep its pins where `mcpcage diff` and
-// `approve` do not look.
-func fixWrap(opts *ProtectOptions) clients.Wrap {
-	w := clients.Wrap{Exe: opts.Exe}
-	var flags []string
-	if dir := os.Getenv("MCPCAGE_HOME"); dir != "" {
-		abs, err := filepath.Abs(dir)
-		def, derr := home.Default()
-		if err == nil && (derr != nil || filepath.Clean(def) != abs) {
-			flags = append(flags, "--home="+abs)
-		}
-	}
-	w.Flags = func(s clients.Server) []string { return append([]string(nil), flags...) }
-	return w
-}
 
 // installFailure is a planned entry whose package could not be installed.
 type installFailure struct {

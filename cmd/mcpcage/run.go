@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +27,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/launch"
 	"github.com/mcpcage/mcpcage/internal/proxy"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
+	"github.com/mcpcage/mcpcage/known"
 )
 
 func init() { addCommand(newRunCmd) }
@@ -141,6 +144,7 @@ type runPlan struct {
 	// wherever a mount shows them: those no --mount names.
 	sockets []string
 	notes   []string // warnings for stderr, one line each
+	workDir string   // the client's working directory when the cage shows it, else ""
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -166,6 +170,13 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 	if err := cage.ValidName(p.name); err != nil {
 		return nil, usageErr(err)
 	}
+	// Clients pass "~/x" and "." as written: the server would read them
+	// against its private HOME and working directory. They mean the user's
+	// home and the folder the client started mcpcage in.
+	userHome, _ := home.User()
+	cwd, _ := os.Getwd()
+	p.cmd.Args, _ = launch.ExpandArgs(p.cmd.Args, userHome, cwd)
+	var envPaths []string
 	var err error
 	if p.memory, err = units.RAMInBytes(opts.Memory); err != nil || p.memory < 16<<20 {
 		return nil, usageErr(fmt.Errorf("--memory %q: give a size of at least 16m, like 512m or 1g", opts.Memory))
@@ -201,7 +212,23 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 			return nil, usageErr(withHint(fmt.Errorf("--env %s: %s is not set in mcpcage's environment", n, n),
 				"set it in the client config's env block for this server"))
 		}
+		if x, ok := launch.ExpandPath(v, userHome, cwd); ok {
+			v = x
+		}
+		if filepath.IsAbs(v) {
+			envPaths = append(envPaths, v)
+		}
 		p.env = append(p.env, n+"="+v)
+	}
+	// A well-known server's store goes to its private HOME unless its
+	// variable is passed: by default some keep it next to their code,
+	// which is read-only in the cage (server-memory: every write failed).
+	if k, ok := known.Lookup(p.cmd.Kind, p.cmd.Package); ok {
+		for _, st := range k.State {
+			if !slices.Contains(opts.Env, st.Env) {
+				p.env = append(p.env, st.Env+"="+path.Join(cage.HomeInContainer, st.Default))
+			}
+		}
 	}
 	if p.stateDir, err = home.Dir(); err != nil {
 		return nil, err
@@ -227,21 +254,34 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 			p.sockets = append(p.sockets, d)
 		}
 	}
-	for _, a := range cage.ArgPaths(p.cmd.Args) {
-		if cage.Covered(p.mounts, a) {
-			continue
+	// The existing paths among the server's arguments, then among the
+	// values of the variables passed (a store, a config file), are shown
+	// read-only unless a --mount already covers them.
+	for _, src := range []struct {
+		paths []string
+		what  string
+	}{{cage.ArgPaths(p.cmd.Args), "the server's arguments name"}, {cage.ArgPaths(envPaths), "a variable passed with --env names"}} {
+		for _, a := range src.paths {
+			if cage.Covered(p.mounts, a) {
+				continue
+			}
+			m, err := cage.ResolveMount(a, false, p.stateDir)
+			if err != nil {
+				return nil, usageErr(withHint(err, "%s this path, so mcpcage would mount it; give another path", src.what))
+			}
+			if d := cage.SocketDirOf(m.Source, p.sockets); d != "" {
+				// Naming a path is not consent to show the sockets of the
+				// user's daemons (tmux, ssh-agent, D-Bus): only --mount is.
+				p.notes = append(p.notes, fmt.Sprintf("not mounting %s, %s it: %s holds sockets of programs on this machine (tmux, ssh-agent, D-Bus, ...); give --mount %s to show it", a, src.what, d, a))
+				continue
+			}
+			p.mounts = append(p.mounts, m)
 		}
-		m, err := cage.ResolveMount(a, false, p.stateDir)
-		if err != nil {
-			return nil, usageErr(withHint(err, "the server's arguments name this path, so mcpcage would mount it; give another path"))
-		}
-		if d := cage.SocketDirOf(m.Source, p.sockets); d != "" {
-			// An argument is not consent to show the sockets of the
-			// user's daemons (tmux, ssh-agent, D-Bus): only --mount is.
-			p.notes = append(p.notes, fmt.Sprintf("not mounting %s, named in the server's arguments: %s holds sockets of programs on this machine (tmux, ssh-agent, D-Bus, ...); give --mount %s to show it", a, d, a))
-			continue
-		}
-		p.mounts = append(p.mounts, m)
+	}
+	// Project servers read their configuration from the folder the client
+	// starts them in: when the cage shows that folder, start there.
+	if cwd != "" && cage.Covered(p.mounts, cwd) {
+		p.workDir = cwd
 	}
 	return p, nil
 }
@@ -358,6 +398,9 @@ func setUpCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Cage, l
 		spec.WorkingDir = cage.HomeInContainer
 		spec.Mounts = append([]cage.Mount{{Source: res.CacheDir, Target: res.MountPoint}}, spec.Mounts...)
 		l = launch.Launch{Kind: p.cmd.Kind, Package: res.Package, Version: res.Version, Image: res.Image, ImageDigest: res.ImageID, Argv: p.cmd.Args}
+	}
+	if p.workDir != "" {
+		spec.WorkingDir = p.workDir
 	}
 	homeDir, err := home.Sub("servers", p.name, "home")
 	if err != nil {

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/mcpcage/mcpcage/internal/cage"
+	"github.com/mcpcage/mcpcage/internal/clients"
+	"github.com/mcpcage/mcpcage/internal/home"
+	"github.com/mcpcage/mcpcage/internal/launch"
+	"github.com/mcpcage/mcpcage/known"
+)
+
+// fixWrap is how --fix cages the entries of a file: besides --name and
+// --env,
+//   - the state directory when it is not the default one, because clients
+//     built on the SDKs start servers with only a few variables (MCPCAGE_HOME
+//     is not among them) and the session would then keep its pins where
+//     `mcpcage diff` and `approve` do not look;
+//   - the project folder, read-only, for a project's entries: clients start
+//     them in the project, and project servers read their configuration
+//     there;
+//   - the folder of a well-known server's store (known/servers.json) when its
+//     variable names a host file, read-write: the store must outlive the
+//     session.
+func fixWrap(opts *ProtectOptions) func(*fileReport) clients.Wrap {
+	var homeFlag []string
+	if dir := os.Getenv("MCPCAGE_HOME"); dir != "" {
+		abs, err := filepath.Abs(dir)
+		def, derr := home.Default()
+		if err == nil && (derr != nil || filepath.Clean(def) != abs) {
+			homeFlag = []string{"--home=" + abs}
+		}
+	}
+	return func(r *fileReport) clients.Wrap {
+		return clients.Wrap{Exe: opts.Exe, Flags: func(s clients.Server) []string {
+			fl := append([]string(nil), homeFlag...)
+			if d := projectDirOf(opts, r, s); d != "" {
+				fl = append(fl, "--mount="+d)
+			}
+			for _, st := range storesOf(opts, r, s) {
+				if st.mount != "" {
+					fl = append(fl, "--mount="+st.mount+":rw")
+				}
+			}
+			return fl
+		}}
+	}
+}
+
+// projectDirOf is the project folder of a project's entry (a project file, or
+// Claude Code's projects["/path"]), when it exists; "" for a user entry.
+func projectDirOf(opts *ProtectOptions, r *fileReport, s clients.Server) string {
+	d := ""
+	switch {
+	case r.File.Scope == "project":
+		d = opts.ProjectDir
+	case strings.HasPrefix(s.Scope(), "project ") && len(s.Where) > 1:
+		d = s.Where[1]
+	}
+	if d == "" || !filepath.IsAbs(d) {
+		return ""
+	}
+	if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return filepath.Clean(d)
+}
+
+// store is a well-known server's store as the entry sets it.
+type store struct {
+	known.State
+	value string // the host path the entry's variable names, "" when not set
+	mount string // the folder --fix mounts read-write for it, "" for none
+	lost  string // why the store would not outlive the session, "" when it does
+}
+
+func storesOf(opts *ProtectOptions, r *fileReport, s clients.Server) []store {
+	k, ok := knownOf(s)
+	if !ok {
+		return nil
+	}
+	userHome := opts.Layout.Home
+	var out []store
+	for _, st := range k.State {
+		o := store{State: st}
+		for _, v := range s.Env {
+			if v.Name != st.Env {
+				continue
+			}
+			p, _ := launch.ExpandPath(v.Value, userHome, projectDirOf(opts, r, s))
+			if !filepath.IsAbs(p) {
+				o.lost = fmt.Sprintf("%s=%s is not a host path mcpcage can show the server", st.Env, v.Value)
+				break
+			}
+			o.value = p
+			dir := filepath.Dir(p)
+			switch fi, err := os.Stat(dir); {
+			case err != nil || !fi.IsDir():
+				o.lost = fmt.Sprintf("%s names %s, whose folder does not exist here", st.Env, p)
+			case dir == "/" || dir == "/tmp" || dir == filepath.Clean(os.TempDir()):
+				o.lost = fmt.Sprintf("%s names %s: the cage has its own /tmp, emptied when the session ends", st.Env, p)
+			default:
+				o.mount = dir
+			}
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// cageNotes says, for an entry about to be caged, what changes for its
+// server: what it sees of your files and how, what it keeps, what it loses.
+func cageNotes(opts *ProtectOptions, r *fileReport, c clients.Change) []string {
+	s := c.Before
+	var notes []string
+	userHome := opts.Layout.Home
+	proj := projectDirOf(opts, r, s)
+	after := c.After
+	flags := after.CageFlags()
+	_, inner, _ := after.Unwrapped()
+
+	// Paths written relative to a home or a folder.
+	// A user entry's "." is wherever the client starts it: known only then.
+	dir := proj
+	if dir == "" {
+		dir = clientDir
+	}
+	expanded, mapped := launch.ExpandArgs(inner, userHome, dir)
+	for _, m := range mapped {
+		if proj == "" && !strings.HasPrefix(m.From, "~") {
+			notes = append(notes, fmt.Sprintf("%s %q is the folder the client starts the server in, shown read-only", m.Where, m.From))
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("%s %q is %s, shown read-only at that path", m.Where, m.From, m.To))
+	}
+	// Folders it will see.
+	var ro, rw []string
+	for _, f := range flags {
+		if m, ok := strings.CutPrefix(f, "--mount="); ok {
+			if p, ok := strings.CutSuffix(m, ":rw"); ok {
+				rw = append(rw, p)
+			} else {
+				ro = append(ro, strings.TrimSuffix(m, ":ro"))
+			}
+		}
+	}
+	ro = append(ro, cage.ArgPaths(expanded)...)
+	stores := storesOf(opts, r, s)
+	isStore := map[string]bool{}
+	for _, st := range stores {
+		isStore[st.Env] = true
+	}
+	for _, v := range s.Env {
+		if isStore[v.Name] {
+			continue
+		}
+		p, ok := launch.ExpandPath(v.Value, userHome, proj)
+		if !ok && !filepath.IsAbs(v.Value) {
+			continue
+		}
+		if _, err := os.Stat(p); err == nil {
+			ro = append(ro, p)
+			notes = append(notes, fmt.Sprintf("env %s names the host path %s: shown read-only at that path", v.Name, p))
+		} else {
+			notes = append(notes, fmt.Sprintf("env %s names %s, which does not exist here: the server sees the cage's own disk there, and what it writes there is lost when the session ends", v.Name, p))
+		}
+	}
+	if proj != "" {
+		notes = append(notes, fmt.Sprintf("project folder %s shown read-only; the server starts in it when the client starts it there", proj))
+	}
+	if len(ro) > 0 {
+		notes = append(notes, fmt.Sprintf("read-only in the cage: %s; to let it change one, add --mount=PATH:rw to its args before --", strings.Join(dedupe(ro), ", ")))
+	}
+	if len(rw) > 0 {
+		notes = append(notes, "read-write: "+strings.Join(dedupe(rw), ", "))
+	}
+	// What it keeps.
+	name := clients.CageName(s.Name)
+	if name == "" {
+		if pc, err := cage.ParseCommand(append([]string{s.Command}, s.Args...)); err == nil {
+			name = pc.Name()
+		}
+	}
+	for _, st := range stores {
+		switch {
+		case st.lost != "":
+			notes = append(notes, fmt.Sprintf("! %s (%s) would be lost: %s; unset it to keep it in the server's private HOME, or point it at a folder of yours", st.Env, st.What, st.lost))
+		case st.value != "":
+			notes = append(notes, fmt.Sprintf("%s (%s) stays at %s: its folder is shown read-write", st.Env, st.What, st.value))
+		default:
+			notes = append(notes, fmt.Sprintf("%s (%s) is set to %s in its private HOME, kept across sessions", st.Env, st.What, tilde(opts.Layout, filepath.Join(privateHome(name), st.Default))))
+		}
+	}
+	k, _ := knownOf(s)
+	if k.Writes != "" {
+		notes = append(notes, "it writes "+k.Writes)
+	}
+	notes = append(notes, fmt.Sprintf("kept across sessions: its private HOME %s; anything else it writes is lost when the session ends", tilde(opts.Layout, privateHome(name))))
+	// The network.
+	if !slices.Contains(flags, "--allow-net") {
+		if k.Network != "" {
+			notes = append(notes, fmt.Sprintf("! no network, and %s: add --allow-net to its args before -- if you trust it with the network", k.Network))
+		} else {
+			notes = append(notes, "no network (add --allow-net to its args before -- if it needs one)")
+		}
+	}
+	return notes
+}
+
+// clientDir stands for the directory a client starts a user entry's server
+// in; it exists nowhere, so nothing under it is taken for a folder to show.
+const clientDir = "/\x00client"
+
+func knownOf(s clients.Server) (known.Server, bool) {
+	pc, err := cage.ParseCommand(append([]string{s.Command}, s.Args...))
+	if err != nil {
+		return known.Server{}, false
+	}
+	return known.Lookup(pc.Kind, pc.Package)
+}
+
+// privateHome is where a server's private HOME is kept on the host.
+func privateHome(name string) string {
+	dir, err := home.Dir()
+	if err != nil {
+		dir = "$MCPCAGE_HOME"
+	}
+	return filepath.Join(dir, "servers", name, "home")
+}
+
+func dedupe(ss []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
