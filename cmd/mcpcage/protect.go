@@ -522,7 +522,7 @@ func printPlan(opts *ProtectOptions, plans []*planFile, verb string) {
 			}
 			if verb == "cage" {
 				for _, n := range cageNotes(opts, p.report, c) {
-					fmt.Fprintf(w, "      %s\n", n)
+					untrusted.Fprintf(w, "      %s\n", n)
 				}
 			}
 		}
