@@ -51,8 +51,14 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
+# The corpus is not part of the repository: it lies beside it (../shared).
 bench-scan:
+	@[ -d "$(CORPUS)" ] || { echo "bench-scan: error: no measuring corpus at $(CORPUS) (the shared folder beside the repository); set CORPUS=DIR" >&2; exit 1; }
 	$(GO) run ./internal/scan/corpusbench -corpus $(CORPUS)
+	MCPCAGE_CORPUS=$(abspath $(CORPUS)) $(GO) test -run '^$$' -bench CorpusList -benchmem -benchtime $(BENCHTIME) ./internal/scan
+
+COMPAT_LIST ?= ../shared/compat/npm-servers.tsv
 
 compat:
-	$(GO) test -count=1 -timeout 60m -run TestCompat -tags compat ./internal/cage -v
+	@[ -f "$(COMPAT_LIST)" ] || { echo "compat: error: no compatibility list at $(COMPAT_LIST) (the shared folder beside the repository); set COMPAT_LIST=FILE" >&2; exit 1; }
+	MCPCAGE_COMPAT_LIST=$(abspath $(COMPAT_LIST)) $(GO) test -count=1 -timeout 60m -run TestCompat -tags compat ./internal/cage -v

@@ -22,7 +22,7 @@ func FuzzPinCanonical(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	seedPinFiles(f, "../../shared/seed-servers/*.tools.json")
+	seedPinFiles(f, "../testdata/seed-servers/*.tools.json")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := pin.Canonical(b)
 		if err != nil {
@@ -71,7 +71,7 @@ func FuzzPinFile(f *testing.F) {
 // FuzzPinListResult: a server's list page never panics the reader, and what
 // it accepts compares equal to itself (or is refused as a whole).
 func FuzzPinListResult(f *testing.F) {
-	seedPinFiles(f, "../../shared/seed-servers/*.tools.json")
+	seedPinFiles(f, "../testdata/seed-servers/*.tools.json")
 	for _, s := range []string{
 		`{"tools":[{"name":"a"},{"name":"b","annotations":{}}],"nextCursor":"p2"}`,
 		`{"tools":[],"nextCursor":null,"_meta":{}}`,
@@ -99,6 +99,9 @@ func FuzzPinListResult(f *testing.F) {
 
 func seedPinFiles(f *testing.F, pattern string) {
 	ms, _ := filepath.Glob(pattern)
+	if len(ms) == 0 {
+		f.Fatalf("no seed files match %s", pattern)
+	}
 	for _, m := range ms {
 		if b, err := os.ReadFile(m); err == nil {
 			f.Add(b)

@@ -57,7 +57,7 @@ func init() {
 	}
 }
 
-// Versions from ../shared/compat/npm-servers.tsv, so the tests run what the
+// Versions from testdata/npm-servers.tsv, so the tests run what the
 // compatibility run measured.
 const (
 	everything = "@modelcontextprotocol/server-everything@2026.8.31"

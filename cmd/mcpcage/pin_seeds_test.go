@@ -12,8 +12,8 @@ import (
 )
 
 // seedServers holds the tool catalogs of the four sandbox platforms of the
-// seeds, which every checkout has beside it (../shared, see the Makefile).
-const seedServers = "../../../shared/seed-servers"
+// seeds (copied from ../shared/seed-servers, so that a clone alone tests).
+const seedServers = "../../testdata/seed-servers"
 
 // TestPinSeedServers runs testdata/pinseeds with the seed catalogs copied to
 // $WORK/seeds, plus capsem-drift.json: Capsem's catalog with capsem_create

@@ -12,15 +12,16 @@ import (
 )
 
 // TestScanNpmServers: `mcpcage scan -- npx -y PKG` starts each real npm
-// server of ../shared/compat/npm-servers.tsv in the cage (real Docker, the
+// server of testdata/npm-servers.tsv (a copy of the compatibility list,
+// ../shared/compat/npm-servers.tsv) in the cage (real Docker, the
 // install phase from the npm registry), lists it, and finds no
 // high-severity sign of hidden instructions in its tools. Servers the
 // compatibility notes say cannot start caged without an opt-in (network,
 // install scripts) are left out.
 func TestScanNpmServers(t *testing.T) {
-	f, err := os.Open("../../../shared/compat/npm-servers.tsv")
+	f, err := os.Open("testdata/npm-servers.tsv")
 	if err != nil {
-		t.Fatalf("the compatibility list next to the repository: %v", err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	dir := stateDir(t) // one cache for all: each package is installed once
