@@ -311,7 +311,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	watch := &firstReply{name: p.name, timeout: opts.StartTimeout, allowNet: opts.AllowNet, log: opts.IO.ErrOut}
 	// The proxy reads a blocking os.Stdin through a non-blocking duplicate,
 	// so a signal ends its read too (proxy.Run).
-	rc := &RunContext{IO: opts.IO, Name: p.name, Launch: l, Home: p.stateDir, Before: []proxy.Policy{watch}}
+	rc := &RunContext{IO: opts.IO, Name: p.name, Launch: l, Home: p.stateDir, Before: []proxy.Policy{watch}, Drain: opts.StartTimeout}
 	code, err := serveSession(ctx, rc, c, p.maxLine)
 	if c.OOMKilled() {
 		return &ExitError{Code: 137, Err: withHint(fmt.Errorf("%q was killed for using more than its memory limit (%s)", p.name, units.BytesSize(float64(p.memory))),

@@ -5,6 +5,7 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -26,6 +27,9 @@ type RunContext struct {
 	// Before are `mcpcage run`'s own policies (a server that never answers),
 	// consulted ahead of every extension's.
 	Before []proxy.Policy
+	// Drain is how long a client that closed its input waits for answers
+	// (proxy.Config.DrainTimeout).
+	Drain time.Duration
 }
 
 // runExtension lets a concern (pinning, scanning, auditing) add its flags to
@@ -96,5 +100,8 @@ func serveSession(ctx context.Context, rc *RunContext, srv proxy.Server, maxLine
 		Policies: policies,
 		MaxLine:  maxLine,
 		Stderr:   rc.IO.ErrOut,
+		// A request the server leaves unanswered is answered by firstReply
+		// after --start-timeout at most.
+		DrainTimeout: rc.Drain,
 	}, rc.IO.In, rc.IO.Out, srv)
 }

@@ -215,7 +215,7 @@ func TestServerDiesMidRequest(t *testing.T) {
 }
 
 func TestClientDisappears(t *testing.T) {
-	c, p := rawSession(t, Config{})
+	c, p := rawSession(t, Config{DrainTimeout: 200 * time.Millisecond})
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"hang"}`)
 	p.toProxy.Close() // the client is gone; the raw server exits on stdin EOF
 	if code := p.wait(t); code != 0 {
@@ -223,9 +223,28 @@ func TestClientDisappears(t *testing.T) {
 	}
 }
 
+// TestClientEOFStillGetsAnswers: a client that sends its requests and closes
+// its input at once (echo REQUEST | mcpcage run ...) gets the answers of a
+// server that takes longer than StopTimeout to start reading.
+func TestClientEOFStillGetsAnswers(t *testing.T) {
+	srv := startFixture(t, "raw", "RAW_DELAY=1s")
+	p := startProxy(t, srv, Config{StopTimeout: 300 * time.Millisecond, DrainTimeout: 30 * time.Second})
+	c := newRawClient(t, p)
+	c.send(initReq)
+	p.toProxy.Close()
+	c.expect(`"id":0`, `"protocolVersion"`)
+	c.expectEOF()
+	if code := p.wait(t); code != 0 {
+		t.Errorf("Run returned %d, want 0 (the raw server exits 0 at EOF)", code)
+	}
+}
+
 func TestStubbornServerIsStopped(t *testing.T) {
 	srv := startFixture(t, "stubborn")
 	p := startProxy(t, srv, Config{StopTimeout: 200 * time.Millisecond})
+	// Only once it has said so does it ignore SIGTERM: closing earlier (a
+	// slow start on a loaded machine) tests a fixture that dies of SIGTERM.
+	waitFor(t, p.stderr, "not leaving")
 	start := time.Now()
 	p.toProxy.Close()
 	code := p.wait(t)
@@ -359,5 +378,18 @@ func TestServerStderrEscaped(t *testing.T) {
 		if strings.Contains(log, bad) {
 			t.Errorf("stderr relays %q raw:\n%q", bad, log)
 		}
+	}
+}
+
+// waitFor waits until rec holds want, for as long as a loaded machine may
+// take to start a process.
+func waitFor(t *testing.T, rec *recorder, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(rec.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q on the server's stderr after 30s:\n%s", want, rec.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // runRawServer is a hand-written MCP server for what no SDK will produce:
@@ -14,7 +15,7 @@ import (
 // arbitrary bytes (base64 in params.b64) as its own output lines, and a
 // notification params.pad bytes long, so tests
 // can make it send malformed, oversized or batched messages. "die" exits
-// with params.code; "killself" dies of SIGKILL; "hang" never answers; anything else gets {"echo":method}.
+// with params.code; $RAW_DELAY delays its start; "killself" dies of SIGKILL; "hang" never answers; anything else gets {"echo":method}.
 func runRawServer() {
 	version := os.Getenv("RAW_VERSION")
 	if version == "" {
@@ -23,6 +24,9 @@ func runRawServer() {
 	out := bufio.NewWriter(os.Stdout)
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(nil, 64<<20)
+	if d, err := time.ParseDuration(os.Getenv("RAW_DELAY")); err == nil {
+		time.Sleep(d) // a server slow to start: nothing read until then
+	}
 	os.Stderr.WriteString("raw: ready\n")
 	for sc.Scan() {
 		var m struct {

@@ -32,6 +32,12 @@ type Config struct {
 	// StopTimeout is how long the server gets after its stdin is closed
 	// before it is stopped; 0 means 2 seconds.
 	StopTimeout time.Duration
+	// DrainTimeout is how long a client that closed its input (and still
+	// reads) waits for the answers to the requests it sent before the
+	// server's stdin is closed; 0 means StopTimeout. `echo REQUEST |
+	// mcpcage run ...` closes its input at once, before a server that is
+	// still starting has read it.
+	DrainTimeout time.Duration
 }
 
 // Protocol versions the proxy understands. A session whose version is not
@@ -97,6 +103,9 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	}
 	if cfg.StopTimeout <= 0 {
 		cfg.StopTimeout = 2 * time.Second
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = cfg.StopTimeout
 	}
 	if cfg.MaxLine <= 0 {
 		cfg.MaxLine = jsonrpc.DefaultMaxLine
@@ -176,6 +185,7 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 
 	select {
 	case <-clientDone:
+		r.drain(ctx, exited)
 	case <-clientGone:
 	case <-ctx.Done():
 	case <-r.serverGone:
@@ -245,6 +255,36 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 		waitErr = stopErr
 	}
 	return code, waitErr
+}
+
+// drain waits, after the client's EOF, until every request the client sent
+// is answered (by the server or a policy), the server exits, ctx ends or
+// DrainTimeout passes: an EOF ends what the client says, not what it waits
+// to hear.
+func (r *run) drain(ctx context.Context, exited <-chan struct{}) {
+	deadline := time.NewTimer(r.cfg.DrainTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		r.mu.Lock()
+		n := len(r.pendingC2S.m)
+		r.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return
+		case <-exited:
+			return
+		case <-r.serverGone:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // waitBounded waits for a pump to end, but not forever: a Server whose
