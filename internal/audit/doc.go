@@ -110,14 +110,20 @@
 //
 // # Writers
 //
-// Any number of processes may append at once. Append takes an exclusive
-// flock on the lock file, reads the head (the last complete line of the last
-// file), writes the new line with one write(2), fsyncs the file and only then
-// returns; the proxy calls it from Observe, before the response the record
-// describes is delivered. If the last file ends in bytes with no newline (a
-// write a crash cut short, never acknowledged), the next Append cuts them and
-// first writes a recovery record naming the file, offset, length and SHA-256
-// of what was cut.
+// Any number of processes may append at once. Records are committed in
+// groups: Add queues a record and returns; a commit takes every record
+// queued so far, takes an exclusive flock on the lock file, finds the head,
+// writes the new lines with one write(2), fsyncs the file once and only then
+// releases the records' waiters (Pending.Wait; Append is Add and Wait).
+// Records added while a commit writes and fsyncs share the next commit. The
+// head is found with one fstat of the file the Log holds open while that
+// file has the size the Log left it at and is not sealed; otherwise the
+// directory is listed and the last line read. A full file is sealed (mode
+// 0400) before the next file is made, so a writer that holds it open sees
+// the rotation in that same fstat. If the last file ends in bytes with no
+// newline (a write a crash cut short, never acknowledged), the next commit
+// cuts them and first writes a recovery record naming the file, offset,
+// length and SHA-256 of what was cut.
 //
 // Verify takes the same lock shared only while it reads the anchor, the
 // checkpoint and the files' sizes, then checks exactly those bytes without

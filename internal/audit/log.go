@@ -101,14 +101,43 @@ type Log struct {
 	checkpointed uint64 // seq of this Log's last checkpoint
 	// writeLine writes one complete line; tests replace it to crash halfway.
 	writeLine func(f *os.File, line []byte, seq uint64) error
+	buf       []byte // the lines of one commit, reused
+	syncs     int    // fsyncs of log files, for tests of group commit
+
+	// Group commit: records wait in queue while a commit runs; the next
+	// commit takes them all, with one write and one fsync.
+	qmu        sync.Mutex
+	queue      []*Pending
+	committing bool
+	idle       *sync.Cond // on qmu: signalled when a commit loop ends
 }
 
+// Pending is a record handed to Add: Wait says when it is on disk.
+type Pending struct {
+	kind   string
+	fields []byte
+	done   chan struct{}
+	seq    uint64
+	err    error
+}
+
+// Wait blocks until the record is on disk (written and fsynced) and
+// returns its sequence number, or the error that kept it off the disk.
+func (p *Pending) Wait() (uint64, error) {
+	<-p.done
+	return p.seq, p.err
+}
+
+// Done is closed once Wait would not block.
+func (p *Pending) Done() <-chan struct{} { return p.done }
+
 type head struct {
-	idx  int // active file index, 1-based
-	size int64
-	seq  uint64
-	hash string
-	torn *tornTail
+	idx    int // active file index, 1-based
+	size   int64
+	sealed bool // the active file is full (read-only): the next line starts a new one
+	seq    uint64
+	hash   string
+	torn   *tornTail
 }
 
 type tornTail struct {
@@ -141,7 +170,9 @@ func Open(opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Log{opts: opts, keys: k, mac: newMAC(k.MAC), lock: flock.New(filepath.Join(opts.Dir, lockName), flock.SetPermissions(0o600))}, nil
+	l := &Log{opts: opts, keys: k, mac: newMAC(k.MAC), lock: flock.New(filepath.Join(opts.Dir, lockName), flock.SetPermissions(0o600))}
+	l.idle = sync.NewCond(&l.qmu)
+	return l, nil
 }
 
 // Keys returns the log's keys (for argument fingerprints).
@@ -195,48 +226,115 @@ func Files(dir string) ([]int, error) {
 // encoding/json marshals to one, or its compact JSON text as []byte or
 // json.RawMessage.
 func (l *Log) Append(kind string, fields any) (uint64, error) {
-	var fb []byte
+	return l.Add(kind, fields).Wait()
+}
+
+// Add hands one record to the log and returns at once; Wait on the result
+// tells when it is on disk. Records are written in the order Add was called.
+// Records added while a commit is writing and fsyncing wait for the next
+// commit and share its single write and fsync (group commit), so a burst
+// costs about one fsync, not one each.
+func (l *Log) Add(kind string, fields any) *Pending {
+	p := &Pending{kind: kind, done: make(chan struct{})}
 	switch f := fields.(type) {
 	case json.RawMessage:
-		fb = f
+		p.fields = f
 	case []byte:
-		fb = f
+		p.fields = f
 	case nil:
-		fb = []byte("{}")
+		p.fields = []byte("{}")
 	default:
 		var err error
-		if fb, err = json.Marshal(f); err != nil {
-			return 0, fmt.Errorf("audit: %w", err)
+		if p.fields, err = json.Marshal(f); err != nil {
+			p.err = fmt.Errorf("audit: %w", err)
+			close(p.done)
+			return p
+		}
+	}
+	l.qmu.Lock()
+	l.queue = append(l.queue, p)
+	start := !l.committing
+	l.committing = true
+	l.qmu.Unlock()
+	if start {
+		go l.commitLoop()
+	}
+	return p
+}
+
+// commitLoop commits what is queued, again and again, until the queue is
+// empty.
+func (l *Log) commitLoop() {
+	for {
+		l.qmu.Lock()
+		batch := l.queue
+		l.queue = nil
+		if len(batch) == 0 {
+			l.committing = false
+			l.idle.Broadcast()
+			l.qmu.Unlock()
+			return
+		}
+		l.qmu.Unlock()
+		l.commit(batch)
+	}
+}
+
+// drain waits until every record added so far has been committed.
+func (l *Log) drain() {
+	l.qmu.Lock()
+	for l.committing {
+		l.idle.Wait()
+	}
+	l.qmu.Unlock()
+}
+
+// commit writes batch under the lock: one write(2), one fsync, then the
+// waiters are released, and a checkpoint follows when one is due.
+func (l *Log) commit(batch []*Pending) {
+	fail := func(err error) {
+		for _, p := range batch {
+			p.seq, p.err = 0, err
+			close(p.done)
 		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return 0, errors.New("audit: log is closed")
+		fail(errors.New("audit: log is closed"))
+		return
 	}
 	if err := l.lock.Lock(); err != nil {
-		return 0, fmt.Errorf("audit: lock %s: %w", l.lock.Path(), err)
+		fail(fmt.Errorf("audit: lock %s: %w", l.lock.Path(), err))
+		return
 	}
 	defer l.lock.Unlock()
 	h, err := l.readHead()
 	if err != nil {
-		return 0, err
+		fail(err)
+		return
 	}
 	if h.torn != nil {
 		if err := l.recover(&h); err != nil {
-			return 0, err
+			fail(err)
+			return
 		}
 	}
-	seq, err := l.appendLocked(&h, kind, fb)
-	if err != nil {
-		return 0, err
+	before := h.seq
+	if err := l.appendBatch(&h, batch); err != nil {
+		// Whatever reached the file is read anew by the next commit.
+		l.head = head{}
+		fail(err)
+		return
 	}
-	if seq == 1 || seq%l.opts.CheckpointEvery == 0 {
+	for _, p := range batch {
+		close(p.done)
+	}
+	if before == 0 || before/l.opts.CheckpointEvery != h.seq/l.opts.CheckpointEvery {
 		if err := l.checkpointLocked(h); err != nil {
-			return seq, err
+			l.opts.Warn(err)
 		}
 	}
-	return seq, nil
 }
 
 // recover cuts a torn tail (a write that a crash interrupted: never
@@ -266,23 +364,72 @@ func (l *Log) recover(h *head) error {
 }
 
 func (l *Log) appendLocked(h *head, kind string, fields any) (uint64, error) {
-	var fb []byte
-	if raw, ok := fields.([]byte); ok {
-		fb = raw
-	} else {
-		var err error
-		if fb, err = json.Marshal(fields); err != nil {
-			return 0, err
-		}
-	}
-	seq := h.seq + 1
-	line, err := encodeLine(l.mac, seq, l.opts.Now(), h.hash, kind, fb)
+	fb, err := json.Marshal(fields)
 	if err != nil {
 		return 0, err
 	}
-	idx := h.idx
-	if h.size > 0 && h.size+int64(len(line)) > l.opts.MaxFileSize {
-		idx++
+	p := &Pending{kind: kind, fields: fb}
+	if err := l.appendBatch(h, []*Pending{p}); err != nil {
+		return 0, err
+	}
+	return p.seq, nil
+}
+
+// appendBatch writes the records of batch after h, with one write and one
+// fsync (a new file is started when the next line would not fit), and
+// moves h past them; each Pending gets its sequence number.
+func (l *Log) appendBatch(h *head, batch []*Pending) error {
+	type span struct {
+		idx        int
+		start, end int // in l.buf
+	}
+	var spans []span
+	buf := l.buf[:0]
+	seq, prev, idx, size := h.seq, h.hash, h.idx, h.size
+	sealed := h.sealed
+	now := l.opts.Now()
+	for _, p := range batch {
+		line, err := encodeLine(l.mac, seq+1, now, prev, p.kind, p.fields)
+		if err != nil {
+			return err
+		}
+		if size > 0 && (sealed || size+int64(len(line)) > l.opts.MaxFileSize) {
+			idx, size, sealed = idx+1, 0, false
+		}
+		if len(spans) == 0 || spans[len(spans)-1].idx != idx {
+			spans = append(spans, span{idx: idx, start: len(buf)})
+		}
+		buf = append(buf, line...)
+		spans[len(spans)-1].end = len(buf)
+		seq++
+		size += int64(len(line))
+		prev = LineHash(line[:len(line)-1])
+		p.seq = seq
+	}
+	l.buf = buf
+	first := h.seq + 1
+	for _, sp := range spans {
+		if err := l.writeSpan(h, sp.idx, buf[sp.start:sp.end], first); err != nil {
+			return err
+		}
+		first += uint64(bytes.Count(buf[sp.start:sp.end], []byte{'\n'}))
+	}
+	h.seq, h.hash = seq, prev
+	l.head = *h
+	l.appended = true
+	return nil
+}
+
+// writeSpan writes lines (whose first record is number first) to file idx,
+// rotating to it when it is not the active file, and fsyncs them.
+func (l *Log) writeSpan(h *head, idx int, lines []byte, first uint64) error {
+	if idx != h.idx {
+		// The full file is sealed before the next one is made, so that a
+		// writer holding it open sees with one fstat that it is no longer
+		// the end of the log.
+		if err := os.Chmod(filepath.Join(l.opts.Dir, FileName(h.idx)), 0o400); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("audit: seal %s: %w", FileName(h.idx), err)
+		}
 	}
 	if l.f == nil || l.fIdx != idx {
 		if l.f != nil {
@@ -293,7 +440,7 @@ func (l *Log) appendLocked(h *head, kind string, fields any) (uint64, error) {
 		_, statErr := os.Stat(name)
 		f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
-			return 0, fmt.Errorf("audit: %w", err)
+			return fmt.Errorf("audit: %w", err)
 		}
 		if statErr != nil {
 			atomicfile.SyncDir(l.opts.Dir)
@@ -301,31 +448,42 @@ func (l *Log) appendLocked(h *head, kind string, fields any) (uint64, error) {
 		l.f, l.fIdx = f, idx
 	}
 	if idx != h.idx {
-		h.idx, h.size = idx, 0
+		h.idx, h.size, h.sealed = idx, 0, false
 	}
 	var werr error
 	if l.writeLine != nil {
-		werr = l.writeLine(l.f, line, seq)
+		seq := first
+		for rest := lines; len(rest) > 0 && werr == nil; seq++ {
+			nl := bytes.IndexByte(rest, '\n') + 1
+			werr = l.writeLine(l.f, rest[:nl], seq)
+			rest = rest[nl:]
+		}
 	} else {
-		_, werr = l.f.Write(line)
+		_, werr = l.f.Write(lines)
 	}
 	if werr != nil {
-		return 0, fmt.Errorf("audit: write: %w", werr)
+		return fmt.Errorf("audit: write: %w", werr)
 	}
 	if err := l.f.Sync(); err != nil {
-		return 0, fmt.Errorf("audit: sync: %w", err)
+		return fmt.Errorf("audit: sync: %w", err)
 	}
-	h.size += int64(len(line))
-	h.seq = seq
-	h.hash = LineHash(line[:len(line)-1])
-	l.head = *h
-	l.appended = true
-	return seq, nil
+	l.syncs++
+	h.size += int64(len(lines))
+	return nil
 }
 
 // readHead finds the last record under the lock. It trusts the cached head
 // only while the active file has exactly the size this Log left it at.
 func (l *Log) readHead() (head, error) {
+	// The usual case, this Log wrote the last record: one fstat of the
+	// file it holds open. A file another writer appended to has another
+	// size; one it rotated away from has been sealed (made read-only)
+	// before the new one was made.
+	if l.f != nil && l.head.seq > 0 && l.head.idx == l.fIdx && !l.head.sealed {
+		if st, err := l.f.Stat(); err == nil && st.Size() == l.head.size && st.Mode().Perm()&0o200 != 0 {
+			return l.head, nil
+		}
+	}
 	files, err := Files(l.opts.Dir)
 	if err != nil {
 		return head{}, err
@@ -338,10 +496,11 @@ func (l *Log) readHead() (head, error) {
 	if err != nil {
 		return head{}, err
 	}
-	if l.head.idx == last && l.head.size == st.Size() && l.head.seq > 0 {
+	sealed := st.Mode().Perm()&0o200 == 0
+	if l.head.idx == last && l.head.size == st.Size() && l.head.seq > 0 && l.head.sealed == sealed {
 		return l.head, nil
 	}
-	h := head{idx: last, size: st.Size()}
+	h := head{idx: last, size: st.Size(), sealed: sealed}
 	line, torn, err := lastLine(filepath.Join(l.opts.Dir, FileName(last)), st.Size())
 	if err != nil {
 		return head{}, err
@@ -461,6 +620,7 @@ func (l *Log) checkpointLocked(h head) error {
 // Close signs a checkpoint when this Log wrote records since its last one,
 // and releases the files.
 func (l *Log) Close() error {
+	l.drain()
 	l.mu.Lock()
 	appended := l.appended && !l.closed
 	l.mu.Unlock()
