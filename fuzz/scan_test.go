@@ -66,12 +66,17 @@ func FuzzScanItem(f *testing.F) {
 	f.Add([]byte(`[[[[[[[[[[{"a":"b"}]]]]]]]]]]`))
 	f.Add([]byte(`{"name":"a","name":"b"}`))
 	f.Add([]byte("\"instructions \u202e\""))
+	f.Add([]byte(`{"name":"read_flie"}`))
+	f.Add([]byte(`{"name":"read_file"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		item := json.RawMessage(b)
 		checkFindings(t, scan.Item("tool", item, []json.RawMessage{item, json.RawMessage(`{"name":"send_email"}`)}))
 		checkFindings(t, scan.Item("instructions", item, nil))
 		checkFindings(t, scan.Result(item))
 		for _, fs := range scan.Tools([]json.RawMessage{item, item}) {
+			checkFindings(t, fs)
+		}
+		for _, fs := range scan.ToolsFrom(scan.Origin{Package: "acme"}, []json.RawMessage{item}, nil) {
 			checkFindings(t, fs)
 		}
 	})

@@ -149,7 +149,8 @@ func inspectOne(opts *ProtectOptions, s clients.Server, argv []string) *inspectR
 		res.Tools = append(res.Tools, named.Name)
 	}
 	res.Pin, res.PinText = pinStatus(p.name, current)
-	for i, fs := range scan.ToolsAmong(raws, cagedTools()) {
+	origin := scan.Origin{Package: strings.Join(append([]string{ropts.Image}, ropts.Command...), " "), Name: p.name}
+	for i, fs := range scan.ToolsFrom(origin, raws, cagedTools()) {
 		if len(fs) > 0 {
 			res.Findings = append(res.Findings, toolFindings{Tool: res.Tools[i], Findings: fs})
 		}

@@ -50,6 +50,9 @@ type ScanOptions struct {
 	AllowNet bool
 	Env      []string
 	Timeout  time.Duration
+
+	// Server names the package or server that offers FILE's tools.
+	Server string
 }
 
 func newScanCmd(io *IOStreams) *cobra.Command {
@@ -113,6 +116,7 @@ was, 2 when the input could not be read or the server could not be listed.`,
 	fs.BoolVar(&opts.AllowNet, "allow-net", false, "give the server the network while it is listed")
 	fs.StringArrayVar(&opts.Env, "env", nil, "pass the environment variable `NAME` to the server (repeatable)")
 	fs.DurationVar(&opts.Timeout, "timeout", 2*time.Minute, "how long to wait for the server's tool list")
+	fs.StringVar(&opts.Server, "server", "", "the `package` or server that offers FILE's tools, to notice tools named like another server's")
 	return cmd
 }
 
@@ -181,7 +185,7 @@ func scanFile(opts *ScanOptions) (*scanReport, error) {
 		return nil, withHint(fmt.Errorf("%s: %v", name, err),
 			`give a tools/list result {"tools":[...]}, an array of tools, or one tool per line`)
 	}
-	return scanAll(in), nil
+	return scanAll(in, scan.Origin{Package: opts.Server}), nil
 }
 
 func unwrapPathErr(err error) error {
@@ -314,9 +318,9 @@ func scanInputItems(kind string, items []json.RawMessage) []scannedItem {
 	return out
 }
 
-func scanAll(in *scanInput) *scanReport {
+func scanAll(in *scanInput, origin scan.Origin) *scanReport {
 	rep := &scanReport{Tools: []scannedItem{}}
-	for i, fs := range scan.ToolsAmong(in.tools, cagedTools()) {
+	for i, fs := range scan.ToolsFrom(origin, in.tools, cagedTools()) {
 		if fs == nil {
 			fs = []scan.Finding{}
 		}
@@ -428,7 +432,7 @@ func scanCaged(ctx context.Context, opts *ScanOptions) (*scanReport, error) {
 	if strings.TrimSpace(l.Instructions) != "" {
 		in.instructions = []string{l.Instructions}
 	}
-	rep := scanAll(in)
+	rep := scanAll(in, scan.Origin{Package: strings.Join(append([]string{opts.Image}, opts.Command...), " "), Name: p.name})
 	rep.Server = p.name
 	return rep, nil
 }

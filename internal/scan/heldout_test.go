@@ -32,7 +32,7 @@ type heldOutServer struct {
 var heldOutMin = map[string]int{
 	"conversation_exfiltration": 4, "encoded_payload": 3, "exfil_via_parameter": 3,
 	"fake_system_marker": 4, "hidden_instruction_tag": 4, "homoglyph": 5,
-	"sleeper_hidden_tool": 3, "tool_shadowing": 1,
+	"sleeper_hidden_tool": 3, "tool_shadowing": 1, "name_collision_impersonation": 5, "name_mimicry": 6,
 }
 
 // heldOutMaxBenignHigh: honest tools with a high-severity finding.
@@ -65,7 +65,7 @@ func TestHeldOutBatch(t *testing.T) {
 	var misses []string
 	for _, a := range attacks {
 		total[a.Category]++
-		fs := ToolsAmong([]json.RawMessage{a.Tool}, nil)[0]
+		fs := ToolsFrom(Origin{Package: a.Server}, []json.RawMessage{a.Tool}, nil)[0]
 		if Max(fs) >= Medium {
 			caught[a.Category]++
 		} else {
@@ -90,7 +90,7 @@ func TestHeldOutBatch(t *testing.T) {
 	fmt.Fprintf(&b, "  %-30s %2d/%-2d\n", "TOTAL", sum, n)
 	high, any, tools := 0, 0, 0
 	for _, s := range servers {
-		for i, fs := range ToolsAmong(s.Tools, nil) {
+		for i, fs := range ToolsFrom(Origin{Package: s.Server}, s.Tools, nil) {
 			tools++
 			if len(fs) > 0 {
 				any++

@@ -15,8 +15,9 @@ import (
 
 // ruleFile is the format of a rules/*.json file (documented in doc.go).
 type ruleFile struct {
-	Category string     `json:"category"`
-	Rules    []ruleSpec `json:"rules"`
+	Category   string        `json:"category"`
+	Rules      []ruleSpec    `json:"rules"`
+	KnownTools []knownServer `json:"known_tools"`
 }
 
 type ruleSpec struct {
@@ -69,6 +70,7 @@ type ruleSet struct {
 	before  []int // per literal set: how far a match reaches before a literal's end
 	after   []int // and after it
 	nmarks  int   // size of the marks slice candidates fills
+	known   knownTools
 	loadErr error
 }
 
@@ -94,6 +96,7 @@ func Rules() []*Rule { return loadedRules().rules }
 
 var builtinChecks = map[string]bool{
 	"tag-chars": true, "bidi": true, "mixed-script": true, "encoded": true, "cross-tool": true, "cross-tool-prefer": true,
+	"known-name": true, "lookalike-name": true,
 }
 
 func parseSeverity(s string) (Severity, error) {
@@ -136,6 +139,10 @@ func compileRules(fsys fs.FS) *ruleSet {
 		}
 		if f.Category == "" {
 			set.loadErr = fmt.Errorf("rules/%s: no category", name)
+			return set
+		}
+		if err := set.known.add(f.KnownTools); err != nil {
+			set.loadErr = fmt.Errorf("rules/%s: known_tools: %v", name, err)
 			return set
 		}
 		for _, sp := range f.Rules {

@@ -15,6 +15,12 @@ var exampleSiblings = []string{"send_email", "read_file", "list_files", "search"
 func scanExample(r *Rule, s string) []Finding {
 	sc := newScanner()
 	sc.keepAll = true
+	if r.Check == "known-name" || r.Check == "lookalike-name" {
+		// "origin|name": the package of the offering server, then the tool's name.
+		pkg, name, _ := strings.Cut(s, "|")
+		sc.checkName(name, Origin{Package: pkg})
+		return sc.result()
+	}
 	if strings.HasPrefix(r.Check, "cross-tool") {
 		for _, n := range exampleSiblings {
 			sc.addSibling(n)

@@ -59,6 +59,13 @@ func Tools(tools []json.RawMessage) [][]Finding { return ToolsAmong(tools, nil) 
 // ToolsAmong is Tools where others are tools of other servers (the caged
 // ones): a description that gives orders about one of them is reported too.
 func ToolsAmong(tools, others []json.RawMessage) [][]Finding {
+	return ToolsFrom(Origin{}, tools, others)
+}
+
+// ToolsFrom is ToolsAmong for the tools of a server whose origin is known:
+// a tool named like a well-known tool of another server is reported too
+// (rules/impersonation.json).
+func ToolsFrom(origin Origin, tools, others []json.RawMessage) [][]Finding {
 	names := make([]string, len(tools))
 	for i, t := range tools {
 		names[i] = itemName(t)
@@ -85,6 +92,7 @@ func ToolsAmong(tools, others []json.RawMessage) [][]Finding {
 		sc.siblings = all.siblings
 		sc.sibShape = all.sibShape
 		sc.walkJSON(t, "")
+		sc.checkName(names[i], origin)
 		out[i] = sc.result()
 	}
 	return out

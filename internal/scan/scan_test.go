@@ -140,6 +140,9 @@ func TestCategories(t *testing.T) {
 		cats[r.Category] = true
 	}
 	for cat := range cats {
+		if cat == "impersonation" {
+			continue // rules about a tool's name: TestToolNames
+		}
 		if len(categoryCases[cat]) == 0 {
 			t.Errorf("category %q has no table cases", cat)
 		}

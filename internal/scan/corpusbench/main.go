@@ -107,14 +107,16 @@ func run(w io.Writer, dir string, verbose bool) error {
 		ben = append(ben, rs...)
 	}
 
+	// Malicious tools: one list each, from a server nobody knows (the
+	// records do not say which package offered them).
 	for _, r := range mal {
-		r.findings = scan.Item("tool", r.Tool, nil)
+		r.findings = scan.Tools([]json.RawMessage{r.Tool})[0]
 	}
 	// Benign tools: each server's tools as one list.
 	byServer := map[string][]*record{}
 	for _, r := range ben {
 		if r.Server == "" {
-			r.findings = scan.Item("tool", r.Tool, nil)
+			r.findings = scan.Tools([]json.RawMessage{r.Tool})[0]
 			continue
 		}
 		byServer[r.Server] = append(byServer[r.Server], r)
@@ -124,7 +126,7 @@ func run(w io.Writer, dir string, verbose bool) error {
 		for i, r := range rs {
 			tools[i] = r.Tool
 		}
-		for i, fs := range scan.Tools(tools) {
+		for i, fs := range scan.ToolsFrom(scan.Origin{Package: rs[0].Server}, tools, nil) {
 			rs[i].findings = fs
 		}
 	}
