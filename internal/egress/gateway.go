@@ -1,0 +1,359 @@
+package egress
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ProxyPort is where the gateway also listens for servers that honour
+// HTTPS_PROXY / HTTP_PROXY.
+const ProxyPort = 3128
+
+// Event is one connection attempt (or one refused DNS name), as the gateway
+// reports it: one JSON object per line on its output.
+type Event struct {
+	Host     string `json:"host"`
+	Port     int    `json:"port"`
+	Verdict  string `json:"verdict"` // allowed or refused
+	Reason   string `json:"reason,omitempty"`
+	Via      string `json:"via"`            // dns, connect, proxy, sni, host, port
+	Addr     string `json:"addr,omitempty"` // the upstream address dialled
+	Sent     int64  `json:"sent"`           // bytes from the server to the host
+	Received int64  `json:"received"`       // bytes from the host to the server
+	MS       int64  `json:"ms"`             // duration of the connection
+}
+
+// Resolver resolves a name to addresses (net.DefaultResolver in the gateway
+// container; a fake in tests).
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Gateway serves one cage.
+type Gateway struct {
+	Policy   Policy
+	Addr     netip.Addr // the gateway's address on the cage's network: DNS answers and listeners
+	Resolver Resolver   // nil: net.DefaultResolver
+	// Dial dials the upstream; nil: a net.Dialer with a 10 s timeout.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Events receives every event; it must not block for long.
+	Events func(Event)
+
+	mu       sync.Mutex
+	conns    map[*tracked]struct{}
+	dnsSeen  map[string]bool
+	closing  bool
+	wg       sync.WaitGroup
+	closers  []io.Closer
+	dnsConns map[net.Conn]struct{}
+}
+
+// tracked is one open connection, so Close can report it.
+type tracked struct {
+	ev       Event
+	start    time.Time
+	down, up net.Conn
+	sent     atomic.Int64
+	received atomic.Int64
+	once     sync.Once
+}
+
+// JSONEvents writes events as JSON lines to w (the gateway's stdout).
+func JSONEvents(w io.Writer) func(Event) {
+	var mu sync.Mutex
+	return func(e Event) {
+		b, _ := json.Marshal(e)
+		mu.Lock()
+		defer mu.Unlock()
+		_, _ = w.Write(append(b, '\n'))
+	}
+}
+
+// Listen opens the DNS and TCP listeners. Serve errors on any of them end
+// nothing else; Close stops all.
+func (g *Gateway) Listen() error {
+	g.conns = map[*tracked]struct{}{}
+	g.dnsSeen = map[string]bool{}
+	g.dnsConns = map[net.Conn]struct{}{}
+	ports := append(g.Policy.Ports(), ProxyPort)
+	for i, p := range ports {
+		if i < len(ports)-1 && p == ProxyPort {
+			continue // the proxy port is also an allowed port: one listener does both
+		}
+		ln, err := net.Listen("tcp", netip.AddrPortFrom(g.Addr, uint16(p)).String())
+		if err != nil {
+			g.Close()
+			return fmt.Errorf("cannot listen on port %d: %w", p, err)
+		}
+		g.closers = append(g.closers, ln)
+		g.wg.Add(1)
+		go g.accept(ln, p)
+	}
+	pc, err := net.ListenPacket("udp", netip.AddrPortFrom(g.Addr, 53).String())
+	if err != nil {
+		g.Close()
+		return fmt.Errorf("cannot listen for DNS: %w", err)
+	}
+	g.closers = append(g.closers, pc)
+	g.wg.Add(1)
+	go g.serveDNSUDP(pc)
+	tl, err := net.Listen("tcp", netip.AddrPortFrom(g.Addr, 53).String())
+	if err != nil {
+		g.Close()
+		return fmt.Errorf("cannot listen for DNS over TCP: %w", err)
+	}
+	g.closers = append(g.closers, tl)
+	g.wg.Add(1)
+	go g.serveDNSTCP(tl)
+	return nil
+}
+
+// Close stops listening, ends every open connection and reports each one
+// (with the bytes so far), then returns once all are reported.
+func (g *Gateway) Close() error {
+	g.mu.Lock()
+	g.closing = true
+	for _, c := range g.closers {
+		c.Close()
+	}
+	open := make([]*tracked, 0, len(g.conns))
+	for t := range g.conns {
+		open = append(open, t)
+	}
+	for c := range g.dnsConns {
+		c.Close()
+	}
+	g.mu.Unlock()
+	for _, t := range open {
+		t.down.Close()
+		if t.up != nil {
+			t.up.Close()
+		}
+	}
+	g.wg.Wait()
+	return nil
+}
+
+func (g *Gateway) emit(e Event) {
+	if g.Events != nil {
+		g.Events(e)
+	}
+}
+
+func (g *Gateway) accept(ln net.Listener, port int) {
+	defer g.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return
+		}
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			g.handle(c, port)
+		}()
+	}
+}
+
+func (g *Gateway) track(t *tracked) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closing {
+		return false
+	}
+	g.conns[t] = struct{}{}
+	return true
+}
+
+// finish reports t once.
+func (g *Gateway) finish(t *tracked) {
+	t.once.Do(func() {
+		g.mu.Lock()
+		delete(g.conns, t)
+		g.mu.Unlock()
+		t.ev.Sent, t.ev.Received = t.sent.Load(), t.received.Load()
+		t.ev.MS = time.Since(t.start).Milliseconds()
+		g.emit(t.ev)
+	})
+}
+
+func (g *Gateway) handle(c net.Conn, port int) {
+	t := &tracked{start: time.Now(), down: c, ev: Event{Port: port}}
+	defer c.Close()
+	if !g.track(t) {
+		return
+	}
+	defer g.finish(t)
+	refuse := func(reason string) {
+		t.ev.Verdict, t.ev.Reason = "refused", reason
+	}
+	wait := 10 * time.Second
+	if _, ok := g.Policy.ByPort(port); ok {
+		// The port alone names the host: a protocol whose server
+		// speaks first is not kept waiting for long.
+		wait = 250 * time.Millisecond
+	}
+	s, err := Sniff(c, wait)
+	if err != nil {
+		t.ev.Via = "port"
+		refuse("could not read the start of the connection: " + err.Error())
+		return
+	}
+	t.ev.Via = s.Via
+	if s.Port != 0 {
+		t.ev.Port = s.Port
+	} else if port == ProxyPort && !portAllowed(g.Policy, port) {
+		refuse("not an HTTP proxy request (the proxy port)")
+		return
+	}
+	host := s.Host
+	if host == "" {
+		h, ok := g.Policy.ByPort(t.ev.Port)
+		if !ok {
+			refuse("the protocol names no host and no single allowed name has port " + strconv.Itoa(t.ev.Port))
+			return
+		}
+		host = h
+	}
+	n, err := NormalName(host)
+	if err != nil {
+		// Only a checked name is reported: the event reaches a terminal.
+		refuse("the name it gives is not a valid host name")
+		return
+	}
+	t.ev.Host = n
+	if !g.Policy.Allowed(host, t.ev.Port) {
+		refuse("not an allowed host")
+		if s.Connect {
+			_, _ = io.WriteString(c, "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		}
+		return
+	}
+	up, addr, err := g.dialUpstream(t.ev.Host, t.ev.Port)
+	t.ev.Addr = addr
+	if err != nil {
+		refuse(err.Error())
+		if s.Connect {
+			_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		}
+		return
+	}
+	g.mu.Lock()
+	t.up = up
+	closing := g.closing
+	g.mu.Unlock()
+	defer up.Close()
+	if closing {
+		refuse("the session ended")
+		return
+	}
+	t.ev.Verdict = "allowed"
+	if s.Connect {
+		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+			return
+		}
+	}
+	if len(s.Rest) > 0 {
+		n, err := up.Write(s.Rest)
+		t.sent.Add(int64(n))
+		if err != nil {
+			return
+		}
+	}
+	splice(c, up, &t.sent, &t.received)
+}
+
+func portAllowed(p Policy, port int) bool {
+	for _, r := range p.Rules {
+		if r.Port == port {
+			return true
+		}
+	}
+	return false
+}
+
+// dialUpstream resolves host itself and dials the first address that the
+// policy accepts: the address checked is the address dialled.
+func (g *Gateway) dialUpstream(host string, port int) (net.Conn, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var res Resolver = net.DefaultResolver
+	if g.Resolver != nil {
+		res = g.Resolver
+	}
+	addrs, err := res.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(addrs) == 0 {
+		return nil, "", fmt.Errorf("%s does not resolve upstream", host)
+	}
+	dial := g.Dial
+	if dial == nil {
+		d := &net.Dialer{Timeout: 10 * time.Second}
+		dial = d.DialContext
+	}
+	var lastErr error
+	refused := ""
+	for _, a := range addrs {
+		a = a.Unmap()
+		if !g.Policy.AllowPrivate && !Public(a) {
+			refused = a.String()
+			continue
+		}
+		ap := netip.AddrPortFrom(a, uint16(port)).String()
+		c, err := dial(ctx, "tcp", ap)
+		if err == nil {
+			return c, ap, nil
+		}
+		lastErr = err
+	}
+	if lastErr != nil {
+		return nil, "", fmt.Errorf("cannot connect to %s:%d: %v", host, port, lastErr)
+	}
+	return nil, refused, fmt.Errorf("%s resolves to the private address %s (allowed only with --allow-private-addresses)", host, refused)
+}
+
+// splice copies both ways until both sides are done, counting bytes. The
+// copies are plain io.Copy between TCP connections, so the kernel moves the
+// bytes (splice(2)); Close ends them by closing both connections.
+func splice(down, up net.Conn, sent, received *atomic.Int64) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		n, _ := io.Copy(up, down)
+		sent.Add(n)
+		closeWrite(up)
+	}()
+	n, _ := io.Copy(down, up)
+	received.Add(n)
+	closeWrite(down)
+	wg.Wait()
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+		return
+	}
+	_ = c.Close()
+}
+
+// GatewayCommand is mcpcage's hidden subcommand that runs a Gateway.
+const GatewayCommand = "egress-gateway"
+
+// Ready is the gateway's first output line: it listens, at this address.
+type Ready struct {
+	Ready string `json:"ready"`
+}
