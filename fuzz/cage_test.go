@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpcage/mcpcage/internal/cage"
-	"github.com/mcpcage/mcpcage/internal/install"
+	"github.com/mcpcage/mcpcage/internal/launch"
 )
 
 // FuzzParseCommand: a client config's command line (untrusted: protect --fix
@@ -29,9 +29,9 @@ func FuzzParseCommand(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, joined string) {
 		argv := strings.Split(joined, "\x00")
-		c, err := cage.ParseCommand(argv)
+		c, err := launch.ParseCommand(argv)
 		if err != nil {
-			var ue *cage.UsageError
+			var ue *launch.UsageError
 			if !errors.As(err, &ue) || ue.Msg == "" || ue.Hint == "" {
 				t.Fatalf("%q: %v is not a UsageError with a hint", argv, err)
 			}
@@ -49,12 +49,12 @@ func FuzzParseCommand(f *testing.F) {
 		if len(c.Args) > len(argv) {
 			t.Fatalf("%q: more args than given", argv)
 		}
-		if err := cage.ValidName(c.Name()); err != nil {
+		if err := launch.ValidName(c.Name()); err != nil {
 			t.Fatalf("%q: derived name: %v", argv, err)
 		}
 		// What run accepts, the install phase installs.
-		if _, err := install.ParseSpec(c.Kind, c.Spec); err != nil {
-			t.Fatalf("%q: accepted by ParseCommand, refused by install.ParseSpec: %v", argv, err)
+		if _, err := launch.ParseSpec(c.Kind, c.Spec); err != nil {
+			t.Fatalf("%q: accepted by ParseCommand, refused by launch.ParseSpec: %v", argv, err)
 		}
 	})
 }
@@ -112,8 +112,8 @@ func FuzzDeriveName(f *testing.F) {
 	f.Add("image", "", "ghcr.io/a/b:1@sha256:00")
 	f.Add("uvx", "A..B__c", "")
 	f.Fuzz(func(t *testing.T, kind, pkg, img string) {
-		n := cage.DeriveName(kind, pkg, img)
-		if err := cage.ValidName(n); err != nil {
+		n := launch.DeriveName(kind, pkg, img)
+		if err := launch.ValidName(n); err != nil {
 			t.Fatalf("DeriveName(%q, %q, %q) = %q: %v", kind, pkg, img, n, err)
 		}
 	})

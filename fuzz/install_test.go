@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"github.com/mcpcage/mcpcage/internal/install"
+	"github.com/mcpcage/mcpcage/internal/launch"
 )
 
 // FuzzInstallSpec: whatever a client config says after npx/uvx, an accepted
@@ -19,7 +20,7 @@ func FuzzInstallSpec(f *testing.F) {
 		f.Add("uvx", s)
 	}
 	f.Fuzz(func(t *testing.T, kind, s string) {
-		sp, err := install.ParseSpec(kind, s)
+		sp, err := launch.ParseSpec(kind, s)
 		if err != nil {
 			return
 		}
@@ -38,7 +39,7 @@ func FuzzInstallSpec(f *testing.F) {
 		if kind == "npx" && strings.Count(sp.Name, "/") > 1 {
 			t.Fatalf("%q: npm name %q has a path", s, sp.Name)
 		}
-		again, err := install.ParseSpec(kind, req)
+		again, err := launch.ParseSpec(kind, req)
 		if err != nil || again.Name != sp.Name || again.Exact != sp.Exact {
 			t.Fatalf("%q: requirement %q does not parse back the same: %+v %v", s, req, again, err)
 		}

@@ -22,7 +22,7 @@ func TestTable(t *testing.T) {
 		if s.Kind == "uvx" {
 			argv = []string{"uvx", s.Package}
 		}
-		if _, err := cage.ParseCommand(argv); err != nil {
+		if _, err := launch.ParseCommand(argv); err != nil {
 			t.Errorf("%s: %v", s.Package, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/cage"
 	"github.com/mcpcage/mcpcage/internal/clients"
 	"github.com/mcpcage/mcpcage/internal/install"
+	"github.com/mcpcage/mcpcage/internal/launch"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
@@ -27,7 +28,7 @@ type installFailure struct {
 // installed, with the reason, and how many packages were installed.
 func installPlanned(ctx context.Context, opts *ProtectOptions, plans []*planFile) (failures []installFailure, count int, err error) {
 	type job struct {
-		cmd     cage.Command
+		cmd     launch.Command
 		entries []installFailure
 	}
 	var jobs []*job
@@ -35,7 +36,7 @@ func installPlanned(ctx context.Context, opts *ProtectOptions, plans []*planFile
 	for _, p := range plans {
 		for _, c := range p.changes {
 			e := installFailure{file: p.report.File.Path, server: c.Before}
-			pc, perr := cage.ParseCommand(append([]string{c.Before.Command}, c.Before.Args...))
+			pc, perr := launch.ParseCommand(append([]string{c.Before.Command}, c.Before.Args...))
 			if perr != nil {
 				e.reason = perr.Error()
 				failures = append(failures, e)

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcpcage/mcpcage/internal/cage"
 	"github.com/mcpcage/mcpcage/internal/clients"
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/launch"
@@ -148,7 +147,7 @@ func cageNotes(opts *ProtectOptions, r *fileReport, c clients.Change) []string {
 			}
 		}
 	}
-	ro = append(ro, cage.ArgPaths(expanded)...)
+	ro = append(ro, launch.ArgPaths(expanded)...)
 	stores := storesOf(opts, r, s)
 	isStore := map[string]bool{}
 	for _, st := range stores {
@@ -181,7 +180,7 @@ func cageNotes(opts *ProtectOptions, r *fileReport, c clients.Change) []string {
 	// What it keeps.
 	name := clients.CageName(s.Name)
 	if name == "" {
-		if pc, err := cage.ParseCommand(append([]string{s.Command}, s.Args...)); err == nil {
+		if pc, err := launch.ParseCommand(append([]string{s.Command}, s.Args...)); err == nil {
 			name = pc.Name()
 		}
 	}
@@ -216,7 +215,7 @@ func cageNotes(opts *ProtectOptions, r *fileReport, c clients.Change) []string {
 const clientDir = "/\x00client"
 
 func knownOf(s clients.Server) (known.Server, bool) {
-	pc, err := cage.ParseCommand(append([]string{s.Command}, s.Args...))
+	pc, err := launch.ParseCommand(append([]string{s.Command}, s.Args...))
 	if err != nil {
 		return known.Server{}, false
 	}

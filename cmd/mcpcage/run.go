@@ -132,7 +132,7 @@ func useHome(dir string) error {
 // runPlan is everything `mcpcage run` decided from its command line, before
 // touching Docker.
 type runPlan struct {
-	cmd      cage.Command
+	cmd      launch.Command
 	name     string
 	mounts   []cage.Mount
 	env      []string // NAME=VALUE
@@ -153,11 +153,11 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 	p := &runPlan{}
 	if opts.Image != "" {
 		if strings.HasPrefix(opts.Image, "-") {
-			return nil, usageErr(&cage.UsageError{Msg: fmt.Sprintf("--image %q is not an image name", opts.Image), Hint: "write --image IMAGE -- ARGS"})
+			return nil, usageErr(&launch.UsageError{Msg: fmt.Sprintf("--image %q is not an image name", opts.Image), Hint: "write --image IMAGE -- ARGS"})
 		}
-		p.cmd = cage.Command{Kind: "image", Image: opts.Image, Args: opts.Command}
+		p.cmd = launch.Command{Kind: "image", Image: opts.Image, Args: opts.Command}
 	} else {
-		c, err := cage.ParseCommand(opts.Command)
+		c, err := launch.ParseCommand(opts.Command)
 		if err != nil {
 			return nil, usageErr(err)
 		}
@@ -167,7 +167,7 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 	if p.name == "" {
 		p.name = p.cmd.Name()
 	}
-	if err := cage.ValidName(p.name); err != nil {
+	if err := launch.ValidName(p.name); err != nil {
 		return nil, usageErr(err)
 	}
 	// Clients pass "~/x" and "." as written: the server would read them
@@ -260,7 +260,7 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 	for _, src := range []struct {
 		paths []string
 		what  string
-	}{{cage.ArgPaths(p.cmd.Args), "the server's arguments name"}, {cage.ArgPaths(envPaths), "a variable passed with --env names"}} {
+	}{{launch.ArgPaths(p.cmd.Args), "the server's arguments name"}, {launch.ArgPaths(envPaths), "a variable passed with --env names"}} {
 		for _, a := range src.paths {
 			if cage.Covered(p.mounts, a) {
 				continue
@@ -287,7 +287,7 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 }
 
 func usageErr(err error) error {
-	var ue *cage.UsageError
+	var ue *launch.UsageError
 	if errors.As(err, &ue) && ue.Hint != "" {
 		err = withHint(errors.New(ue.Msg), "%s", ue.Hint)
 	}

@@ -52,6 +52,8 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/mcpcage/mcpcage/internal/launch"
 )
 
 // HomeInContainer is where the server's private HOME is mounted.
@@ -197,7 +199,7 @@ func Start(ctx context.Context, cli *client.Client, spec Spec) (*Cage, error) {
 // suite's control cases use it to show each probe would succeed without the
 // hardening it tests.
 func start(ctx context.Context, cli *client.Client, spec Spec, tweak func(*container.Config, *container.HostConfig)) (*Cage, error) {
-	if err := ValidName(spec.Name); err != nil {
+	if err := launch.ValidName(spec.Name); err != nil {
 		return nil, err
 	}
 	if spec.Session == "" {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpcage/mcpcage/internal/cage"
 	"github.com/mcpcage/mcpcage/internal/install"
+	"github.com/mcpcage/mcpcage/internal/launch"
 )
 
 // TestCompat (make compat) starts every server of
@@ -69,7 +70,7 @@ func TestCompat(t *testing.T) {
 	var rows []compatRow
 	for _, s := range servers {
 		row := compatRow{compatServer: s}
-		work := filepath.Join(dir, "work-"+cage.DeriveName("npx", s.pkg, ""))
+		work := filepath.Join(dir, "work-"+launch.DeriveName("npx", s.pkg, ""))
 		if err := os.MkdirAll(work, 0o777); err != nil {
 			t.Fatal(err)
 		}

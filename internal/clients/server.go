@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/mcpcage/mcpcage/internal/cage"
+	"github.com/mcpcage/mcpcage/internal/launch"
 	"github.com/mcpcage/mcpcage/internal/secrets"
 )
 
@@ -208,8 +208,8 @@ func (s Server) Cageable() (bool, string) {
 	}
 	// The same parser `mcpcage run` uses: an entry is caged only if run
 	// will accept it.
-	if _, err := cage.ParseCommand(append([]string{s.Command}, s.Args...)); err != nil {
-		var ue *cage.UsageError
+	if _, err := launch.ParseCommand(append([]string{s.Command}, s.Args...)); err != nil {
+		var ue *launch.UsageError
 		if errors.As(err, &ue) && ue.Hint != "" {
 			return false, err.Error() + "; " + ue.Hint
 		}
@@ -243,11 +243,11 @@ func WrapArgs(s Server) []string {
 
 // CageName is the --name given to `mcpcage run` for a server entry: the
 // entry's name when `mcpcage run` accepts it (letters, digits, '.', '_', '-',
-// at most 63, see cage.ValidName), else the name with every run of other
+// at most 63, see launch.ValidName), else the name with every run of other
 // characters made one '-', trimmed; "" when nothing is left, and then run
 // derives the name from the package.
 func CageName(name string) string {
-	if cage.ValidName(name) == nil {
+	if launch.ValidName(name) == nil {
 		return name
 	}
 	var b strings.Builder
@@ -265,7 +265,7 @@ func CageName(name string) string {
 	if len(n) > 63 {
 		n = strings.TrimRight(n[:63], "._-")
 	}
-	if cage.ValidName(n) != nil {
+	if launch.ValidName(n) != nil {
 		return ""
 	}
 	return n
@@ -344,7 +344,7 @@ func (s Server) Reach() Reach {
 		// What `mcpcage run` mounts by itself: the existing absolute paths
 		// among the server's arguments, read-only.
 		if _, args, ok := s.Unwrapped(); ok {
-			for _, p := range cage.ArgPaths(args) {
+			for _, p := range launch.ArgPaths(args) {
 				r.Mounts = append(r.Mounts, p+" (read-only)")
 			}
 		}

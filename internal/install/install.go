@@ -86,6 +86,7 @@ import (
 
 	"github.com/mcpcage/mcpcage/internal/atomicfile"
 	"github.com/mcpcage/mcpcage/internal/home"
+	"github.com/mcpcage/mcpcage/internal/launch"
 )
 
 // MountPoint is where the package cache entry is mounted, at install and at
@@ -184,7 +185,7 @@ func ensure(ctx context.Context, cli client.APIClient, req Request) (*Result, er
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	sp, err := ParseSpec(req.Kind, req.Spec)
+	sp, err := launch.ParseSpec(req.Kind, req.Spec)
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +327,7 @@ func lockName(ctx context.Context, path string) (func(), error) {
 	return func() { _ = l.Unlock() }, nil
 }
 
-func installEntry(ctx context.Context, cli client.APIClient, root string, sp Spec, version, image, imageID string, req Request, stderr io.Writer) (*Meta, string, error) {
+func installEntry(ctx context.Context, cli client.APIClient, root string, sp launch.Spec, version, image, imageID string, req Request, stderr io.Writer) (*Meta, string, error) {
 	tmp, err := os.MkdirTemp(filepath.Join(root, "tmp"), sp.Kind+"-")
 	if err != nil {
 		return nil, "", fmt.Errorf("cannot create the package cache: %v", err)

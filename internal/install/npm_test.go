@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcpcage/mcpcage/internal/launch"
 )
 
 const seqThinking = "@modelcontextprotocol/server-sequential-thinking"
@@ -27,7 +29,7 @@ func TestNPMInstallCacheUpdate(t *testing.T) {
 	if !first.Installed {
 		t.Fatal("first Ensure did not install")
 	}
-	if !semver.MatchString(first.Version) || first.Package != seqThinking {
+	if !exactVersion(first.Version) || first.Package != seqThinking {
 		t.Fatalf("resolved %q %q", first.Package, first.Version)
 	}
 	if first.Command[0] != "node" || !strings.HasPrefix(first.Command[1], MountPoint+"/node_modules/"+seqThinking+"/") {
@@ -105,4 +107,10 @@ func TestNPMNotFound(t *testing.T) {
 	if !errorsAs(err, &nf) {
 		t.Fatalf("got %v, want NotFoundError", err)
 	}
+}
+
+// exactVersion reports whether v names one release, by the launch grammar.
+func exactVersion(v string) bool {
+	sp, err := launch.ParseSpec("npx", "x@"+v)
+	return err == nil && sp.Exact
 }

@@ -1,5 +1,10 @@
-// Package launch describes how a caged server was started: the facts that pins
-// and audit records carry so that a changed launch can be seen later.
+// Package launch owns a server's command line: how `npx PKG ARGS`, `uvx PKG
+// ARGS` or an image is read and checked (ParseCommand, ParseSpec), the
+// server's default name (DeriveName), which arguments name host folders
+// (ArgPaths), and the record of how a caged server was started (Launch), the
+// facts that pins and audit records carry so that a changed launch can be
+// seen later. It imports no container engine: client configurations are
+// read and rewritten with it alone.
 package launch
 
 // Launch is the identity of what runs inside a cage.

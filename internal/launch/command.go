@@ -1,4 +1,4 @@
-package cage
+package launch
 
 import (
 	"errors"
@@ -6,8 +6,6 @@ import (
 	"path"
 	"regexp"
 	"strings"
-
-	"github.com/mcpcage/mcpcage/internal/install"
 )
 
 // Command is a server's command line as a client config writes it, understood
@@ -107,12 +105,12 @@ const hintRegistry = "only packages from the registry can be caged: give its nam
 
 // splitNpmSpec splits "name[@version]" and refuses what is not a registry
 // package: git URLs, tarballs, local folders, aliases. The grammar is the
-// install phase's (install.ParseSpec), so what is accepted here installs.
+// install phase's (ParseSpec), so what is accepted here installs.
 func splitNpmSpec(spec string) (name, version string, err error) {
 	if strings.Contains(spec, ":") || strings.HasPrefix(spec, ".") || strings.HasPrefix(spec, "/") || strings.HasPrefix(spec, "~") || strings.Contains(spec, `\`) {
 		return "", "", refuse(hintRegistry, "npx package %q is not a registry package (URL, git or local path)", spec)
 	}
-	sp, err := install.ParseSpec("npx", spec)
+	sp, err := ParseSpec("npx", spec)
 	if err != nil {
 		return "", "", refuse(hintRegistry, "npx: %v", err)
 	}
@@ -161,7 +159,7 @@ func splitPypiSpec(spec string) (name, version string, err error) {
 	if strings.ContainsAny(spec, "<>!~;, ") || strings.Count(spec, "=") == 1 {
 		return "", "", refuse("give an exact version: `pkg==1.2.3`", "uvx package %q: only an exact version can be caged", spec)
 	}
-	if _, err := install.ParseSpec("uvx", spec); err != nil {
+	if _, err := ParseSpec("uvx", spec); err != nil {
 		return "", "", refuse(hintRegistry, "uvx: %v", err)
 	}
 	name = spec
