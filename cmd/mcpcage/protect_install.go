@@ -55,8 +55,13 @@ func installPlanned(ctx context.Context, opts *ProtectOptions, plans []*planFile
 	}
 	cli, err := cage.Connect(ctx)
 	if err != nil {
+		hint := "start Docker (or set DOCKER_HOST)"
+		var de *cage.DockerError
+		if errors.As(err, &de) {
+			hint = strings.TrimSuffix(strings.TrimSuffix(de.Hint(), ", then try again"), ".")
+		}
 		return nil, 0, withHint(fmt.Errorf("cannot install the servers' packages: %v", err),
-			"start Docker (or set DOCKER_HOST) and run `mcpcage protect --fix` again; --no-install cages them now and installs at each first start")
+			"%s, and run `mcpcage protect --fix` again; --no-install cages them now and installs at each first start", hint)
 	}
 	defer cli.Close()
 	errOut := opts.IO.ErrOut

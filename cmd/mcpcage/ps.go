@@ -51,7 +51,7 @@ func psRun(ctx context.Context, opts *PsOptions) error {
 	}
 	cli, err := cage.Connect(ctx)
 	if err != nil {
-		return &ExitError{Code: 1, Err: withHint(err, "start Docker (or set DOCKER_HOST), then try again")}
+		return &ExitError{Code: 1, Err: dockerHint(err)}
 	}
 	defer cli.Close()
 	infos, err := cage.List(ctx, cli)

@@ -286,6 +286,15 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 	return p, nil
 }
 
+// dockerHint adds to an error of cage.Connect the hint for its cause.
+func dockerHint(err error) error {
+	var de *cage.DockerError
+	if errors.As(err, &de) {
+		return withHint(err, "%s", de.Hint())
+	}
+	return withHint(err, "check that Docker runs (docker info), then try again")
+}
+
 func usageErr(err error) error {
 	var ue *launch.UsageError
 	if errors.As(err, &ue) && ue.Hint != "" {
@@ -344,7 +353,7 @@ func setUpCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Cage, l
 	}
 	cli, err := cage.Connect(ctx)
 	if err != nil {
-		return fail(withHint(err, "start Docker (or set DOCKER_HOST), then try again"))
+		return fail(dockerHint(err))
 	}
 	if removed, err := cage.Reap(ctx, cli); err != nil {
 		untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: warning: %v\n", err)

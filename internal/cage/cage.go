@@ -39,11 +39,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode"
 
@@ -122,21 +124,136 @@ func (e *ImageMissingError) Error() string {
 	return fmt.Sprintf("image %s is not on this machine", e.Image)
 }
 
-// DockerError says Docker could not be reached.
-type DockerError struct{ Err error }
+// DockerError says Docker could not be reached, and why: the three causes a
+// person fixes differently (no permission on the socket, no engine running,
+// DOCKER_HOST naming nothing) are told apart, without the client's URL-encoded
+// transport detail.
+type DockerError struct {
+	Err error
+	// Host is the engine address tried; FromEnv says DOCKER_HOST named it.
+	Host    string
+	FromEnv bool
+	dial    error // a second dial's error, when the client's hides the cause
+}
+
+// DockerCause is why the engine could not be reached.
+type DockerCause int
+
+const (
+	DockerUnreachable DockerCause = iota // anything else (a timeout, a TLS error)
+	DockerPermission                     // the socket is there, this user may not use it
+	DockerNotRunning                     // nothing listens where the engine should be
+	DockerHostWrong                      // DOCKER_HOST names no socket or a bad address
+)
+
+func newDockerError(err error) *DockerError {
+	e := &DockerError{Err: err, Host: os.Getenv("DOCKER_HOST")}
+	e.FromEnv = e.Host != ""
+	if e.Host == "" {
+		e.Host = findDockerHost()
+	}
+	if e.Host == "" {
+		e.Host = client.DefaultDockerHost
+	}
+	if client.IsErrConnectionFailed(err) {
+		// The client says only "Cannot connect": dial again to learn why.
+		e.dial = dialEngine(e.Host)
+	}
+	return e
+}
+
+// dialEngine connects to a unix or tcp engine address and returns the
+// dial's error (nil if it connects).
+func dialEngine(host string) error {
+	network, addr, ok := strings.Cut(host, "://")
+	if !ok || (network != "unix" && network != "tcp") {
+		return nil
+	}
+	c, err := net.DialTimeout(network, addr, 5*time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return err
+}
+
+// Cause classifies Err.
+func (e *DockerError) Cause() DockerCause {
+	err := e.Err
+	if e.dial != nil {
+		err = e.dial
+	}
+	msg := strings.ToLower(err.Error())
+	switch {
+	case errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) || strings.Contains(msg, "permission denied"):
+		return DockerPermission
+	case errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(msg, "connection refused"):
+		// A socket left by an engine that stopped, or a port nobody serves.
+		return DockerNotRunning
+	case errors.Is(err, syscall.ENOENT) || strings.Contains(msg, "no such file or directory"):
+		if e.FromEnv {
+			return DockerHostWrong
+		}
+		return DockerNotRunning
+	case e.FromEnv && (strings.Contains(msg, "unable to parse docker host") || strings.Contains(msg, "no such host") ||
+		strings.Contains(msg, "unsupported protocol") || strings.Contains(msg, "invalid")):
+		return DockerHostWrong
+	}
+	return DockerUnreachable
+}
 
 func (e *DockerError) Error() string {
-	host := os.Getenv("DOCKER_HOST")
-	if host == "" {
-		host = findDockerHost()
+	switch e.Cause() {
+	case DockerPermission:
+		return fmt.Sprintf("no permission to use Docker at %s (permission denied on its socket)", e.Host)
+	case DockerNotRunning:
+		return fmt.Sprintf("Docker is not running: nothing answers at %s", e.Host)
+	case DockerHostWrong:
+		err := e.Err
+		if e.dial != nil {
+			err = e.dial
+		}
+		return fmt.Sprintf("DOCKER_HOST=%s names no Docker engine (%s)", e.Host, transportCause(err))
 	}
-	if host == "" {
-		host = client.DefaultDockerHost
+	if e.dial != nil {
+		return fmt.Sprintf("cannot reach Docker at %s: %s", e.Host, transportCause(e.dial))
 	}
-	return fmt.Sprintf("cannot reach Docker at %s: %v", host, oneLine(e.Err))
+	return fmt.Sprintf("cannot reach Docker at %s: %s", e.Host, transportCause(e.Err))
+}
+
+// Hint says what to do about it.
+func (e *DockerError) Hint() string {
+	switch e.Cause() {
+	case DockerPermission:
+		return "add your user to the docker group (sudo usermod -aG docker $USER, then log in again), or use rootless Docker and set DOCKER_HOST to its socket"
+	case DockerNotRunning:
+		if e.FromEnv {
+			return "start the engine DOCKER_HOST names, or unset DOCKER_HOST to use the default one"
+		}
+		return "start Docker (sudo systemctl start docker, or open Docker Desktop), then try again"
+	case DockerHostWrong:
+		return "fix or unset DOCKER_HOST (`docker context ls` lists the engines you have)"
+	}
+	return "check that Docker runs (docker info), then try again"
 }
 
 func (e *DockerError) Unwrap() error { return e.Err }
+
+// transportCause is the innermost part of a dial error ("i/o timeout"), not
+// the client's request URL.
+func transportCause(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return oneLine(op.Err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "no answer within 10s"
+	}
+	s := oneLine(err)
+	if k := strings.LastIndex(s, ": "); k >= 0 {
+		s = s[k+2:]
+	}
+	return s
+}
 
 // Connect returns a client for the engine given by the environment
 // (DOCKER_HOST etc.; without it, see findDockerHost), with the API version
@@ -150,13 +267,13 @@ func Connect(ctx context.Context) (*client.Client, error) {
 	}
 	cli, err := client.NewClientWithOpts(opts...)
 	if err != nil {
-		return nil, &DockerError{Err: err}
+		return nil, newDockerError(err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := cli.Ping(pctx); err != nil {
 		cli.Close()
-		return nil, &DockerError{Err: err}
+		return nil, newDockerError(err)
 	}
 	cli.NegotiateAPIVersion(ctx)
 	return cli, nil
@@ -219,7 +336,7 @@ func start(ctx context.Context, cli *client.Client, spec Spec, tweak func(*conta
 			return nil, &ImageMissingError{Image: spec.Image}
 		}
 		if isConnErr(err) {
-			return nil, &DockerError{Err: err}
+			return nil, newDockerError(err)
 		}
 		return nil, fmt.Errorf("cannot create the container for %q: %s", spec.Name, oneLine(err))
 	}

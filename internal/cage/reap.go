@@ -37,7 +37,7 @@ func list(ctx context.Context, cli *client.Client, label string) ([]Info, error)
 	})
 	if err != nil {
 		if isConnErr(err) {
-			return nil, &DockerError{Err: err}
+			return nil, newDockerError(err)
 		}
 		return nil, fmt.Errorf("cannot list containers: %s", oneLine(err))
 	}
