@@ -53,6 +53,10 @@ type ScanOptions struct {
 
 	// Server names the package or server that offers FILE's tools.
 	Server string
+
+	// Args is a file of tool-call arguments to check for secrets instead.
+	Args        string
+	AllowSecret []string
 }
 
 func newScanCmd(io *IOStreams) *cobra.Command {
@@ -73,17 +77,28 @@ the tool under "tool"). All tools of the input are scanned as one list.
 After --, the server is started in a cage (no network unless --allow-net),
 listed, and stopped: its tools and instructions are scanned.
 
+With --args FILE, FILE holds a tool call's arguments (or the tools/call
+request): they are checked for secrets as a session checks every call.
+
 Exit status: 0 when nothing at or above --fail-on was found, 1 when something
-was, 2 when the input could not be read or the server could not be listed.`,
+was (with --args: a secret not allowed), 2 when the input could not be read
+or the server could not be listed.`,
 		Example: `  mcpcage scan tools.json
   mcpcage scan --json --fail-on medium - < tools.json
-  mcpcage scan -- npx -y @modelcontextprotocol/server-everything`,
+  mcpcage scan -- npx -y @modelcontextprotocol/server-everything
+  mcpcage scan --args call.json --allow-secret private-key:write_file`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sev, err := scan.ParseSeverity(failOn)
 			if err != nil {
 				return &ExitError{Code: exitScanError, Err: fmt.Errorf("--fail-on %q: give low, medium or high", failOn)}
 			}
 			opts.FailOn = sev
+			if opts.Args != "" {
+				if len(args) > 0 {
+					return &ExitError{Code: exitScanError, Err: errors.New("--args takes the file itself; give no other FILE or command")}
+				}
+				return scanArgs(opts)
+			}
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 				if dash > 0 {
 					return &ExitError{Code: exitScanError, Err: errors.New("give either FILE or -- COMMAND, not both")}
@@ -116,6 +131,8 @@ was, 2 when the input could not be read or the server could not be listed.`,
 	fs.BoolVar(&opts.AllowNet, "allow-net", false, "give the server the network while it is listed")
 	fs.StringArrayVar(&opts.Env, "env", nil, "pass the environment variable `NAME` to the server (repeatable)")
 	fs.DurationVar(&opts.Timeout, "timeout", 2*time.Minute, "how long to wait for the server's tool list")
+	fs.StringVar(&opts.Args, "args", "", "check a `FILE` of tool-call arguments (or - for stdin) for secrets, as a session does")
+	fs.StringArrayVar(&opts.AllowSecret, "allow-secret", nil, "with --args: let a secret of this `KIND` (or KIND:TOOL) through; repeatable")
 	fs.StringVar(&opts.Server, "server", "", "the `package` or server that offers FILE's tools, to notice tools named like another server's")
 	return cmd
 }

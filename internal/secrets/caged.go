@@ -23,6 +23,10 @@ var (
 	serverFile = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 )
 
+// EnvRecords is the directory under mcpcage's state directory home where
+// the --env names of each server are recorded.
+func EnvRecords(home string) string { return filepath.Join(home, "env") }
+
 type envRecord struct {
 	Server string   `json:"server"`
 	Env    []string `json:"env"`
@@ -34,6 +38,9 @@ type envRecord struct {
 func RecordEnv(dir, server string, names []string) error {
 	if !serverFile.MatchString(server) {
 		return errors.New("server name " + server + " cannot name a file")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
 	}
 	path := filepath.Join(dir, server+".json")
 	var keep []string
