@@ -56,8 +56,10 @@ func init() {
 
 // auditPolicy writes the session's audit records. It never changes a
 // message: Inspect forwards everything, and the records come from Observe,
-// which sees each message's final outcome before it is delivered, so a call
-// record is on disk before its response reaches the client.
+// which sees each message's final outcome before it is delivered. A call's
+// record is on disk before its response reaches the client: the response is
+// held (Event.Hold) until the record's commit is done, and replaced with an
+// error if it failed.
 type auditPolicy struct {
 	log     *audit.Log
 	rc      *RunContext
@@ -173,13 +175,18 @@ func (p *auditPolicy) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.E
 // message flow cannot be stopped from Observe).
 func (p *auditPolicy) append(kind string, fields map[string]any) {
 	if _, err := p.log.Append(kind, fields); err != nil {
-		p.mu.Lock()
-		first := !p.failed
-		p.failed = true
-		p.mu.Unlock()
-		if first {
-			untrusted.Fprintf(p.rc.IO.ErrOut, "mcpcage: audit: error: %v\n", err)
-		}
+		p.appendFailed(err)
+	}
+}
+
+// appendFailed refuses every later tools/call and says so once.
+func (p *auditPolicy) appendFailed(err error) {
+	p.mu.Lock()
+	first := !p.failed
+	p.failed = true
+	p.mu.Unlock()
+	if first {
+		untrusted.Fprintf(p.rc.IO.ErrOut, "mcpcage: audit: error: %v\n", err)
 	}
 }
 
@@ -255,14 +262,27 @@ func (p *auditPolicy) Observe(ctx context.Context, s *proxy.Session, ev *proxy.E
 			p.mu.Unlock()
 			if ok {
 				c.result = m.Result // findings are counted on what the server sent
+				var rec *audit.Pending
 				switch v.Action {
 				case proxy.Replace: // a policy withheld the server's answer
-					p.writeCall(c, final, "mcpcage")
+					rec = p.addCall(c, final, "mcpcage")
 				case proxy.Drop:
-					p.writeCall(c, nil, "mcpcage")
+					rec = p.addCall(c, nil, "mcpcage")
 				default:
-					p.writeCall(c, final, "server")
+					rec = p.addCall(c, final, "server")
 				}
+				// The answer waits for its record to be on disk, off the
+				// server's pump: the records of answers that come in a burst
+				// share one fsync.
+				id := m.ID
+				ev.Hold(func() []byte {
+					if _, err := rec.Wait(); err != nil {
+						p.appendFailed(err)
+						return jsonrpc.NewErrorResponse(id, jsonrpc.CodeBlocked,
+							"mcpcage withheld the answer to tools/call: its audit record could not be written, and no answer goes unrecorded. Run `mcpcage audit verify`.", nil)
+					}
+					return nil
+				})
 			}
 			return
 		}
@@ -355,6 +375,13 @@ func (p *auditPolicy) learnDefinitions(result []byte) {
 // tool reported a failure), "error" (a JSON-RPC error, with its code),
 // "dropped" or "unanswered". by says who answered: the server or mcpcage.
 func (p *auditPolicy) writeCall(c pendingCall, final *jsonrpc.Message, by string) {
+	if _, err := p.addCall(c, final, by).Wait(); err != nil {
+		p.appendFailed(err)
+	}
+}
+
+// addCall hands the record of a call to the log and returns at once.
+func (p *auditPolicy) addCall(c pendingCall, final *jsonrpc.Message, by string) *audit.Pending {
 	p.ensureStarted("")
 	f := map[string]any{
 		"session": p.session, "server": p.rc.Name, "tool": c.tool, "args": c.args,
@@ -387,7 +414,7 @@ func (p *auditPolicy) writeCall(c pendingCall, final *jsonrpc.Message, by string
 	p.mu.Lock()
 	p.calls++
 	p.mu.Unlock()
-	p.append("call", f)
+	return p.log.Add("call", f)
 }
 
 // blocked records a response mcpcage replaced with an error (a tools/list

@@ -25,7 +25,10 @@
 //     initialize, ping and server/discover before a version is known.
 //   - Observers see every final outcome before it is written. A pump does
 //     not write to the peer it reads from: answers to that peer are queued
-//     (256 at most) and written by a goroutine of the session.
+//     (256 at most) and written by a goroutine of the session. An outcome
+//     an observer held (Event.Hold) is written once the hold is over, by a
+//     goroutine of the session, and everything the same pump forwards to
+//     that peer meanwhile waits behind it (256 at most), in order.
 //   - Shutdown: on client EOF or cancellation, the server's stdin is closed,
 //     it gets StopTimeout to exit, then Stop; if the server goes first, each
 //     client request it left unanswered (and not cancelled) gets a -32603
@@ -58,6 +61,20 @@ type Event struct {
 	// (the proxy tracks the peers' pending request ids), empty when unknown.
 	Method string
 	Params []byte
+
+	holds []func() []byte
+}
+
+// Hold makes the delivery of this event's outcome wait until wait returns,
+// without holding up the pump that read it: the pump goes on with the next
+// message, and what it forwards to the same peer is delivered after this
+// one. Call it from Observe, to keep a promise such as "a record is on disk
+// before the answer it describes is delivered" while the promises of a
+// burst are kept together. wait runs on a goroutine of the session; a
+// message it returns is delivered instead of the outcome (say, an error
+// response when the promise could not be kept), nil delivers the outcome.
+func (ev *Event) Hold(wait func() []byte) {
+	ev.holds = append(ev.holds, wait)
 }
 
 // Action is what a policy decides for a message.

@@ -176,6 +176,7 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 		close(stderrDone)
 	}
 	r.startReplies()
+	r.startOutboxes()
 	go func() { r.pumpServer(); close(r.serverGone) }()
 	clientDone := make(chan struct{})
 	pumpIn, interrupt, restore, closeIn := interruptible(clientIn)
@@ -222,6 +223,7 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	r.draining = true
 	r.mu.Unlock()
 	r.asyncs.Wait()
+	r.stopOutboxes()
 	close(r.replyStop)
 	r.replyDone.Wait()
 	r.failPending(code, waitErr)
@@ -336,6 +338,9 @@ type run struct {
 	draining     bool
 	replies      map[Direction]chan []byte // by the direction of what they answer
 	replyStop    chan struct{}
+	outboxes     [2]*outbox // by Direction-1 of what they carry
+	outboxStop   chan struct{}
+	outboxDone   sync.WaitGroup
 	replyDone    sync.WaitGroup
 	serverGone   chan struct{}
 	asyncs       sync.WaitGroup
@@ -916,6 +921,12 @@ func (r *run) finish(ev *Event, sync bool, v Verdict) {
 		o.Observe(r.ctx, r.sess, ev, v)
 	}
 	out, msg := ev.Msg.Raw, ev.Msg
+	if v.Action == Drop || v.Action == Reply {
+		// Nothing goes on to the other peer: the holds are waited for here.
+		d := delivery{out: v.Message, holds: ev.holds}
+		r.waitHolds(&d)
+		v.Message = d.out
+	}
 	switch v.Action {
 	case Drop:
 		return
@@ -932,13 +943,7 @@ func (r *run) finish(ev *Event, sync bool, v Verdict) {
 	case Replace:
 		out, msg = v.Message, nil
 	}
-	if ev.Dir == ClientToServer {
-		r.track(r.pendingC2S, msg, out)
-		r.writeServer(out, flush)
-	} else {
-		r.track(r.pendingS2C, msg, out)
-		r.writeClient(out, flush)
-	}
+	r.deliver(ev, out, msg, flush)
 }
 
 // track records a request about to be forwarded so that its response can be

@@ -1,0 +1,118 @@
+package proxy
+
+import (
+	"sync"
+
+	"github.com/mcpcage/mcpcage/internal/jsonrpc"
+)
+
+// heldQueue is how many outcomes bound for one peer may wait behind a hold
+// (Event.Hold). Beyond that the goroutine that made them waits too:
+// backpressure rather than memory that grows.
+const heldQueue = 256
+
+// delivery is one outcome on its way to a peer.
+type delivery struct {
+	dir   Direction // of the message it carries
+	out   []byte
+	msg   *jsonrpc.Message // nil when out was replaced
+	holds []func() []byte
+}
+
+// outbox delivers, in order, the outcomes bound for one peer that must wait
+// for a hold, and whatever follows them while they wait: the pump goes on
+// reading, so that the waits of a burst overlap (an audit group commit)
+// instead of adding up. With nothing held, outcomes are written by their
+// pump directly, as if there were no outbox.
+type outbox struct {
+	mu     sync.Mutex
+	queued int  // deliveries handed to q and not yet written
+	closed bool // the writer has ended: deliver writes inline
+	q      chan delivery
+}
+
+func (r *run) startOutboxes() {
+	r.outboxStop = make(chan struct{})
+	for i := range r.outboxes {
+		o := &outbox{q: make(chan delivery, heldQueue)}
+		r.outboxes[i] = o
+		r.outboxDone.Add(1)
+		go func() {
+			defer r.outboxDone.Done()
+			r.runOutbox(o)
+		}()
+	}
+}
+
+// stopOutboxes writes what the outboxes hold and ends their writers.
+func (r *run) stopOutboxes() {
+	close(r.outboxStop)
+	r.outboxDone.Wait()
+}
+
+func (r *run) runOutbox(o *outbox) {
+	for {
+		select {
+		case d := <-o.q:
+			r.sendHeld(o, d)
+		case <-r.outboxStop:
+			for {
+				o.mu.Lock()
+				if o.queued == 0 {
+					o.closed = true
+					o.mu.Unlock()
+					return
+				}
+				o.mu.Unlock()
+				r.sendHeld(o, <-o.q) // counted, so on its way
+			}
+		}
+	}
+}
+
+func (r *run) sendHeld(o *outbox, d delivery) {
+	r.waitHolds(&d)
+	r.send(d.dir, d.out, d.msg, len(o.q) == 0)
+	o.mu.Lock()
+	o.queued--
+	o.mu.Unlock()
+}
+
+// waitHolds waits for each hold in turn; a hold that gives a message
+// replaces what is delivered.
+func (r *run) waitHolds(d *delivery) {
+	for _, h := range d.holds {
+		if m := h(); m != nil {
+			d.out, d.msg = m, nil
+		}
+	}
+}
+
+// deliver forwards out (msg when it is the message read, nil when a policy
+// replaced it) to the peer ev travels to, after the holds of ev.
+func (r *run) deliver(ev *Event, out []byte, msg *jsonrpc.Message, flush bool) {
+	d := delivery{dir: ev.Dir, out: out, msg: msg, holds: ev.holds}
+	o := r.outboxes[ev.Dir-1]
+	o.mu.Lock()
+	if o.closed || len(d.holds) == 0 && o.queued == 0 {
+		o.mu.Unlock()
+		r.waitHolds(&d)
+		r.send(d.dir, d.out, d.msg, flush || o.closed)
+		return
+	}
+	o.queued++
+	o.mu.Unlock()
+	o.q <- d
+}
+
+// send writes one outcome to the peer a message of direction dir goes to,
+// tracking it first when it is a request.
+func (r *run) send(dir Direction, out []byte, msg *jsonrpc.Message, flush bool) {
+	if dir == ClientToServer {
+		r.track(r.pendingC2S, msg, out)
+		r.writeServer(out, flush)
+		return
+	}
+	r.track(r.pendingS2C, msg, out)
+	r.writeClient(out, flush)
+}
