@@ -6,6 +6,10 @@
 #   make build    the binary, in ./bin/mcpcage
 #   make images   the cage images, built locally (no registry needed)
 #   make fuzz     longer fuzzing of every target in fuzz/
+#   make fuzz-weekly  every fuzz target for FUZZWEEKLY inputs (20000x), as the weekly workflow does
+#   make lint     staticcheck and actionlint (pinned versions, fetched through the module proxy)
+#   make mutation  mutation testing of the packages that decide what is safe (long);
+#                  one package: make mutation PKG=internal/pin
 #   make bench    Go benchmarks
 #   make bench-scan  the scanner measured against ../shared/corpus
 #   make compat   real npm servers, bare and caged, as a table
@@ -15,8 +19,21 @@ FUZZTIME  ?= 5s
 LONGFUZZ  ?= 2m
 BENCHTIME ?= 1s
 CORPUS    ?= ../shared/corpus
+FUZZWEEKLY ?= 20000x
 
-.PHONY: setup demo build images test unit fuzz-short fuzz bench bench-scan compat vet
+# Tools, pinned by version and run with `go run pkg@version`: the module proxy
+# and the checksum database vouch for their source, and Go caches the built
+# binaries, so a fresh machine needs nothing installed beforehand.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+ACTIONLINT  ?= github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+GREMLINS    ?= github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
+
+# The packages that start goroutines of their own run under the race detector
+# (and only so, to keep CI's time: every package is tested once).
+RACE_PKGS := $(wildcard internal/proxy internal/audit internal/cage internal/guard)
+MODULE    := github.com/mcpcage/mcpcage
+
+.PHONY: setup demo build images test unit race fuzz-short fuzz fuzz-weekly bench bench-scan compat vet lint staticcheck actionlint mutation
 
 setup:
 	./.ci/setup
@@ -33,20 +50,42 @@ images:
 vet:
 	$(GO) vet ./...
 
-test: setup vet unit fuzz-short
+test: setup vet lint unit race fuzz-short
 
 unit:
-	$(GO) test -count=1 -timeout 45m ./...
+	$(GO) test -count=1 -timeout 45m $$($(GO) list ./... | grep -vxF $(foreach p,$(RACE_PKGS),-e $(MODULE)/$(p)))
 
-# Each Fuzz target in fuzz/ runs on its own for FUZZTIME.
+race:
+	$(GO) test -race -count=1 -timeout 45m $(addprefix ./,$(RACE_PKGS))
+
+lint: staticcheck actionlint
+
+staticcheck:
+	$(GO) run $(STATICCHECK) ./...
+
+actionlint:
+	$(GO) run $(ACTIONLINT) -color=never
+
+# PKG=internal/pin limits the run to one package (or several, space-separated).
+mutation:
+	GREMLINS="$(GO) run $(GREMLINS)" ./.ci/mutation $(PKG)
+
+# Each Fuzz target in fuzz/ runs on its own for FUZZTIME (a duration, or
+# a count of inputs such as 20000x). Every target runs even after one fails;
+# an input that fails is saved by go test under fuzz/testdata/fuzz/TARGET/,
+# where it stays as a regression case once the bug is fixed.
 fuzz-short:
-	@for f in $$($(GO) test -list '^Fuzz' ./fuzz | grep '^Fuzz'); do \
+	@failed=; for f in $$($(GO) test -list '^Fuzz' ./fuzz | grep '^Fuzz'); do \
 		echo "fuzz $$f ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./fuzz || exit 1; \
-	done
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./fuzz || failed="$$failed $$f"; \
+	done; \
+	[ -z "$$failed" ] || { echo "fuzz: error: failing targets:$$failed (inputs saved under fuzz/testdata/fuzz/)" >&2; exit 1; }
 
 fuzz:
 	$(MAKE) fuzz-short FUZZTIME=$(LONGFUZZ)
+
+fuzz-weekly:
+	$(MAKE) fuzz-short FUZZTIME=$(FUZZWEEKLY)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
