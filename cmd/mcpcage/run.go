@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/docker/docker/client"
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/go-units"
 	"github.com/spf13/cobra"
 
@@ -377,7 +377,7 @@ func setUpCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Cage, l
 	case "image":
 		info, err := cli.ImageInspect(ctx, p.cmd.Image)
 		if err != nil {
-			if client.IsErrNotFound(err) {
+			if cerrdefs.IsNotFound(err) {
 				return fail(withHint(fmt.Errorf("image %s is not on this machine", p.cmd.Image), "docker pull %s (or docker load it), then try again", p.cmd.Image))
 			}
 			return fail(fmt.Errorf("cannot inspect image %s: %v", p.cmd.Image, err))

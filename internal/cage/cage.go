@@ -49,6 +49,7 @@ import (
 	"time"
 	"unicode"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
@@ -332,7 +333,7 @@ func start(ctx context.Context, cli *client.Client, spec Spec, tweak func(*conta
 	name := "mcpcage-" + strings.ToLower(spec.Name) + "-" + randomHex(3)
 	created, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
 	if err != nil {
-		if client.IsErrNotFound(err) {
+		if cerrdefs.IsNotFound(err) {
 			return nil, &ImageMissingError{Image: spec.Image}
 		}
 		if isConnErr(err) {
@@ -571,7 +572,7 @@ func (c *Cage) Stop(ctx context.Context) error {
 			c.killed.Store(!c.Exited())
 		}
 		err := c.cli.ContainerRemove(rctx, c.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !client.IsErrNotFound(err) {
+		if err != nil && !cerrdefs.IsNotFound(err) {
 			c.stopErr = fmt.Errorf("cannot remove container %s: %s", c.name, oneLine(err))
 		}
 		c.hijack.Close()

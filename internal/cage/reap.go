@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
@@ -84,7 +85,7 @@ func Reap(ctx context.Context, cli *client.Client) ([]string, error) {
 			continue
 		}
 		err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !client.IsErrNotFound(err) {
+		if err != nil && !cerrdefs.IsNotFound(err) {
 			if firstErr == nil {
 				firstErr = fmt.Errorf("cannot remove orphaned cage %s: %s", c.Container, oneLine(err))
 			}
