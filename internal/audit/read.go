@@ -55,7 +55,6 @@ type Follower struct {
 	dir    string
 	idx    int
 	offset int64
-	buf    []byte
 }
 
 // NewFollower starts after everything the log holds now.

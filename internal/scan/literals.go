@@ -284,7 +284,7 @@ func product(a, b []string) []string {
 }
 
 // better picks the more selective of two literal sets: the one whose least
-// selective string scores higher (see selectivity), then the smaller one.
+// selective string is longer, then the smaller one.
 func better(a, b []string) []string {
 	if a == nil {
 		return b
@@ -303,37 +303,6 @@ func better(a, b []string) []string {
 		return b
 	}
 	return a
-}
-
-func setScore(xs []string) int {
-	m := -1
-	for _, x := range xs {
-		if s := selectivity(x); m < 0 || s < m {
-			m = s
-		}
-	}
-	return m
-}
-
-// selectivity estimates how rarely a literal occurs in ordinary text: its
-// length, except that a lone very common word ("to", "the", "user") counts
-// for nothing.
-func selectivity(s string) int {
-	if commonWord[strings.Trim(s, " \n'.,:;-")] {
-		return 0
-	}
-	return len(s)
-}
-
-// commonWord: words too frequent in tool descriptions to select on.
-var commonWord = map[string]bool{
-	"a": true, "an": true, "the": true, "to": true, "of": true, "in": true, "on": true, "at": true,
-	"by": true, "for": true, "with": true, "from": true, "into": true, "via": true, "as": true,
-	"and": true, "or": true, "is": true, "are": true, "be": true, "it": true, "this": true,
-	"that": true, "you": true, "your": true, "any": true, "all": true, "each": true, "every": true,
-	"not": true, "do": true, "if": true, "use": true, "get": true, "set": true, "list": true,
-	"user": true, "tool": true, "file": true, "data": true, "when": true, "can": true, "will": true,
-	"s": true, "t": true,
 }
 
 func minLen(xs []string) int {

@@ -157,11 +157,10 @@ type scanner struct {
 	pstr     string            // pb as a string, once needed for the current string
 	pok      bool
 	nstrings int
-	decoded  int  // nesting of encoded-payload rescans
-	ident    bool // the string being scanned is an identifier (a name)
-	keepAll  bool // report findings that another one covers (tests of single rules)
-	noGate   bool // run every pattern of a candidate rule (tests of the literal gate)
-	collect  func(string)
+	decoded  int      // nesting of encoded-payload rescans
+	ident    bool     // the string being scanned is an identifier (a name)
+	keepAll  bool     // report findings that another one covers (tests of single rules)
+	noGate   bool     // run every pattern of a candidate rule (tests of the literal gate)
 	marks    []bool   // what the keyword automaton found in the current string
 	hits     []litHit // where required literals end in the current string (long ones)
 	counts   []int32  // hits per literal set
