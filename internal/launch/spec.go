@@ -1,5 +1,7 @@
 package launch
 
+//lint:file-ignore ST1005 the messages that start with a capital start with "Python", a name
+
 import (
 	"fmt"
 	"regexp"

@@ -1,5 +1,7 @@
 package proxy
 
+//lint:file-ignore SA1019 the proxy must relay sampling, roots and logging, which the SDK marks deprecated (SEP-2577) but clients and servers still use
+
 import (
 	"bytes"
 	"context"
