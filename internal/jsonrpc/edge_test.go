@@ -1,0 +1,374 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// The tests in this file hold the hand-written scanner and framer to their
+// boundaries: every place where a comparison could be off by one, a
+// condition inverted or an operand swapped without the earlier tests
+// noticing (found by mutation testing, docs/testing.md).
+
+// valid is the reference: jsontext's own strict validation (RFC 8259, no
+// duplicate names, valid UTF-8). For the lines below, where no JSON-RPC rule
+// applies, Parse must accept exactly what it accepts.
+func agree(t *testing.T, line string) {
+	t.Helper()
+	_, err := Parse([]byte(line))
+	want := jsontext.Value(line).IsValid()
+	if (err == nil) != want {
+		t.Errorf("Parse(%q): err %v, but jsontext says valid=%v", line, err, want)
+	}
+}
+
+func TestScannerStringsAgreeWithJSONText(t *testing.T) {
+	specials := []string{
+		`"`, `\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`, `\x`, `\`, `\u`, `\u1`, `\u12`, `\u123`,
+		`\u0041`, `\u00e9`, `\u00E9`, `\uzzzz`, `\u00g0`, `\u00G0`, `\u0/00`, `\u:000`, `\u@000`, `\u[000`,
+		"\x00", "\x1f", "\x20", "\x7f", "\x80", "\xc3\xa9", "\xc3", "\xff", "\xed\xa0\x80", "\xf0\x9f\x98\x80",
+		`\ud7ff`, `\ud800`, `\udbff`, `\udc00`, `\udfff`, `\ue000`, `\uD7FF`, `\uD800`, `\uDA00`, `\uDBFF`, `\uDC00`, `\uDFFF`, `\uE000`,
+		`\ud800\udc00`, `\udbff\udfff`, `\uD800\uDC00`, `\uDBFF\uDFFF`, `\ud800\udbff`, `\ud800\ue000`, `\udc00\ud800`,
+		`\ud800\u0041`, `\ud800x`, `\ud800\`, `\ud800\u`, `\ud800\udc0`, `\ud800\n`,
+	}
+	for _, sp := range specials {
+		for pad := 0; pad <= 40; pad++ {
+			s := strings.Repeat("a", pad) + sp
+			agree(t, `{"jsonrpc":"2.0","method":"m","params":{"s":"`+s+`"}}`)
+			agree(t, `{"jsonrpc":"2.0","method":"m","params":{"s":"`+s+strings.Repeat("b", 40-pad)+`"}}`)
+			// The line ends inside the string: unterminated, at every offset.
+			agree(t, `{"jsonrpc":"2.0","method":"m","params":{"s":"`+s)
+		}
+	}
+}
+
+func TestScannerValuesAgreeWithJSONText(t *testing.T) {
+	values := []string{
+		"0", "-0", "00", "01", "-01", "1", "9", "10", "99", "-", "-a", "+1", "/", ":", "-/", "-:",
+		"0.", "0.0", "0.5", "1.", "1.5", ".5", "1..5", "1.5.5", "0.a",
+		"1e", "1e5", "1E5", "1e+5", "1e-5", "1e+", "1e-", "1ee5", "1e5.5", "1.5e3", "1.5E-3", "0e0", "-0.0e-0",
+		"1/", "1:", "1e/", "1e:", "1./", "1.:",
+		"true", "tru", "truee", "false", "fals", "null", "nul", "nulll", "True", "NULL", "nan", "Infinity",
+		`""`, `"a"`, "[]", "[1]", "[1,]", "[,1]", "[1 2]", "{}", `{"a":1}`, `{"a":1,}`, `{"a"}`, `{"a":}`, `{1:1}`,
+		`{"a":1 "b":2}`, `[[[]]]`, `[[[]]`, `[{"a":[{"b":{}}]}]`, "[1,[2,[3]]]",
+	}
+	for _, v := range values {
+		agree(t, `{"jsonrpc":"2.0","method":"m","params":[`+v+`]}`)
+		agree(t, `{"jsonrpc":"2.0","method":"m","params":{"v":`+v+`}}`)
+		agree(t, `{"jsonrpc":"2.0","method":"m","params":[`+v)
+	}
+}
+
+func TestScannerDepthLimit(t *testing.T) {
+	// The limit is jsontext's: 10000 levels, the message object included.
+	for _, n := range []int{9998, 9999, 10000, 10001} {
+		arrays := `{"jsonrpc":"2.0","method":"m","params":` + strings.Repeat("[", n) + strings.Repeat("]", n) + "}"
+		agree(t, arrays)
+		objects := `{"jsonrpc":"2.0","method":"m","params":` + strings.Repeat(`{"a":`, n-1) + "{}" + strings.Repeat("}", n-1) + "}"
+		agree(t, objects)
+	}
+}
+
+func TestParseErrorObjectNeedsCodeAndMessage(t *testing.T) {
+	for _, e := range []string{`{"code":1}`, `{"message":"m"}`, `{}`, `{"data":1}`} {
+		line := `{"jsonrpc":"2.0","id":1,"error":` + e + `}`
+		if _, err := Parse([]byte(line)); err == nil {
+			t.Errorf("Parse(%s) accepted an error object without code and message", line)
+		}
+	}
+	m, err := Parse([]byte(`{"jsonrpc":"2.0","id":1,"error":{"message":"a\nb \u00e9","code":-5}}`))
+	if err != nil || m.Error.Code != -5 || m.Error.Message != "a\nb é" {
+		t.Fatalf("error object: %+v, %v", m, err)
+	}
+}
+
+func TestParseUnescapesMethod(t *testing.T) {
+	for line, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools\/list"}`:     "tools/list",
+		`{"jsonrpc":"2.0","id":1,"method":"tools/\u006cist"}`: "tools/list",
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`:      "tools/list",
+		`{"jsonrpc":"2.0","id":1,"method":""}`:                "",
+	} {
+		m, err := Parse([]byte(line))
+		if err != nil || m.Method != want {
+			t.Errorf("Parse(%s): method %q, %v; want %q", line, m.Method, err, want)
+		}
+	}
+}
+
+func TestParseRefusesLongSNames(t *testing.T) {
+	// LONG S (U+017F) folds to 's': "paramſ" is one byte longer than
+	// "params" and must still be refused as a misspelling of it.
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"x","paramſ":{}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":1,"meſſage":"m"}}`,
+		`{"jsonrpc":"2.0","id":1,"reſult":{}}`,
+	} {
+		_, err := Parse([]byte(line))
+		if err == nil || !strings.Contains(err.Error(), "must be spelled") {
+			t.Errorf("Parse(%s): %v, want a misspelling refused", line, err)
+		}
+	}
+}
+
+func TestPeekIDOnlyFromAnObject(t *testing.T) {
+	for _, line := range []string{`"x" "id" 5`, `1 {"id":5}`, `{"id":5,"ID":6,"jsonrpc":1}`, `{"id":5,"id":5}`, `{"id":true,"jsonrpc":1}`} {
+		_, err := Parse([]byte(line))
+		var pe *ParseError
+		if !errors.As(err, &pe) {
+			t.Fatalf("Parse(%s): %v, want a ParseError", line, err)
+		}
+		if !pe.ID.IsZero() {
+			t.Errorf("Parse(%s): echoed id %s", line, pe.ID)
+		}
+	}
+	_, err := Parse([]byte(`{"id":5,"jsonrpc":"1.0","method":"m"}`))
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.ID.String() != "5" {
+		t.Errorf("id of a refused request not echoed: %v", err)
+	}
+}
+
+func TestShortName(t *testing.T) {
+	a40 := strings.Repeat("a", 40)
+	for in, want := range map[string]string{
+		"":                  "",
+		a40[:39]:            a40[:39],
+		a40:                 a40,
+		a40 + "b":           a40 + "...",
+		a40[:39] + "é":      a40[:39] + "...", // é is two bytes: cut before it, not through it
+		a40[:38] + "€" + "": a40[:38] + "...",
+	} {
+		if got := shortName([]byte(in)); got != want {
+			t.Errorf("shortName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestFoldKeyIsEqualFold(t *testing.T) {
+	var runes []rune
+	for r := rune(0x20); r < 0x250; r++ {
+		runes = append(runes, r)
+	}
+	runes = append(runes, 'K', 'ſ', 'ẞ', 'Ω', 'Å', 'µ', 'Μ', 'μ', 'Σ', 'σ', 'ς', 'Θ', 'θ', 'ϑ', 'ϴ', 'ι', 'ͅ', 'ι', 'Ι', 'ᾳ', 'ᾼ')
+	keys := make([]string, len(runes))
+	for i, r := range runes {
+		keys[i] = foldKey(string(r))
+	}
+	for i, a := range runes {
+		for j, b := range runes {
+			if (keys[i] == keys[j]) != strings.EqualFold(string(a), string(b)) {
+				t.Fatalf("foldKey(%q)=%q, foldKey(%q)=%q, EqualFold=%v", a, keys[i], b, keys[j], strings.EqualFold(string(a), string(b)))
+			}
+		}
+	}
+	if foldKey("ParamS") != foldKey("paramſ") || foldKey("ParamS") == foldKey("param") {
+		t.Error("foldKey of whole names")
+	}
+}
+
+func TestIDKeyNumbers(t *testing.T) {
+	same := [][2]string{
+		{`123456789`, `123456789.0`}, {`123456789`, `1.23456789e8`}, {`100`, `1e2`}, {`-7`, `-7.00`},
+		{`-9223372036854775808`, `-9.223372036854775808e18`}, {`9223372036854775807`, `9223372036854775807`},
+		{`1.5`, `15e-1`}, {`1e300`, `10e299`}, {`"a\"b"`, `"a\u0022b"`}, {`"\/"`, `"/"`},
+	}
+	for _, p := range same {
+		if a, b := RawID(p[0]).Key(), RawID(p[1]).Key(); a != b {
+			t.Errorf("%s and %s: keys %q and %q differ", p[0], p[1], a, b)
+		}
+	}
+	diff := [][2]string{
+		{`1.5`, `1`}, {`1.5`, `2`}, {`-1.5`, `-1`}, {`9.3e18`, `-9223372036854775808`}, {`1e19`, `-9223372036854775808`},
+		{`9223372036854775807`, `9223372036854775806`}, {`"1.5"`, `1.5`}, {`0.1`, `0`},
+	}
+	for _, p := range diff {
+		if a, b := RawID(p[0]).Key(), RawID(p[1]).Key(); a == b {
+			t.Errorf("%s and %s have the same key %q", p[0], p[1], a)
+		}
+	}
+	if k := RawID(`1e2`).Key(); k != "100" {
+		t.Errorf("Key(1e2) = %q, want 100", k)
+	}
+}
+
+func TestBuildersOptionalMembers(t *testing.T) {
+	for _, tt := range []struct {
+		got, want string
+	}{
+		{string(NewRequest(IntID(1), "m", nil)), `{"jsonrpc":"2.0","id":1,"method":"m"}`},
+		{string(NewRequest(IntID(1), "m", []byte(`{}`))), `{"jsonrpc":"2.0","id":1,"method":"m","params":{}}`},
+		{string(NewNotification("n", nil)), `{"jsonrpc":"2.0","method":"n"}`},
+		{string(NewNotification("n", []byte(`[]`))), `{"jsonrpc":"2.0","method":"n","params":[]}`},
+		{string(NewResponse(StringID("s"), nil)), `{"jsonrpc":"2.0","id":"s","result":{}}`},
+		{string(NewResponse(IntID(-2), []byte(`[1]`))), `{"jsonrpc":"2.0","id":-2,"result":[1]}`},
+		{string(NewErrorResponse(ID{}, -32700, "x", nil)), `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`},
+		{string(NewErrorResponse(IntID(3), 1, "y", []byte(`null`))), `{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"y","data":null}}`},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("built %s, want %s", tt.got, tt.want)
+		}
+	}
+}
+
+// TestReaderFraming checks every line length around the limit, with each
+// terminator, against the framing rule: a line ends at "\n" (or at the end
+// of the stream), one "\r" before the end is dropped, and a line longer
+// than max afterwards is refused and skipped.
+func TestReaderFraming(t *testing.T) {
+	for _, max := range []int{1, 2, 3, 15, 16, 17, 31, 32, 33, 300} {
+		for n := 0; n <= max+3; n++ {
+			for _, term := range []string{"\n", "\r\n", "\r\r\n", "", "\r"} {
+				body := strings.Repeat("x", n)
+				if n > 1 {
+					body = "\r" + body[1:] // a "\r" inside a line stays
+				}
+				in := body + term + "ok\n"
+				if term == "" || term == "\r" {
+					in = body + term // the last line of the stream
+				}
+				want := strings.TrimSuffix(strings.TrimSuffix(body+term, "\n"), "\r")
+				r := NewReader(strings.NewReader(in), max)
+				line, err := r.ReadLine()
+				var tl *LineTooLongError
+				switch {
+				case len(want) > max:
+					if !errors.As(err, &tl) || tl.Max != max {
+						t.Errorf("max %d, %q: got %q, %v; want too long", max, in, line, err)
+					}
+				case term == "" && n == 0:
+					if err != io.EOF {
+						t.Errorf("max %d, empty stream: %q, %v; want EOF", max, line, err)
+					}
+					continue
+				default:
+					if err != nil || string(line) != want {
+						t.Errorf("max %d, %q: got %q, %v; want %q", max, in, line, err, want)
+					}
+				}
+				if term == "" || term == "\r" {
+					if l, err := r.ReadLine(); err != io.EOF {
+						t.Errorf("max %d, %q: after the last line: %q, %v; want EOF", max, in, l, err)
+					}
+					continue
+				}
+				if max >= 2 {
+					if l, err := r.ReadLine(); err != nil || string(l) != "ok" {
+						t.Errorf("max %d, %q: next line %q, %v; want ok", max, in, l, err)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestReaderDefaultLimit(t *testing.T) {
+	for _, max := range []int{0, -1} {
+		big := strings.Repeat("y", 1<<20)
+		r := NewReader(strings.NewReader(big+"\n"), max)
+		line, err := r.ReadLine()
+		if err != nil || len(line) != len(big) {
+			t.Errorf("NewReader(max %d): a 1 MiB line: %d bytes, %v; want it whole (limit %d)", max, len(line), err, DefaultMaxLine)
+		}
+		r = NewReader(io.MultiReader(io.LimitReader(zeros{}, DefaultMaxLine+1), strings.NewReader("\n")), max)
+		if _, err := r.ReadLine(); err == nil {
+			t.Errorf("NewReader(max %d): a line over DefaultMaxLine accepted", max)
+		}
+	}
+}
+
+func TestReaderErrorPassedOn(t *testing.T) {
+	boom := errors.New("boom")
+	r := NewReader(io.MultiReader(strings.NewReader("partial"), iotestErr{boom}), 100)
+	if _, err := r.ReadLine(); !errors.Is(err, boom) {
+		t.Errorf("read error: %v, want boom", err)
+	}
+}
+
+// zeros is an endless stream of 'z'.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'z'
+	}
+	return len(p), nil
+}
+
+type iotestErr struct{ err error }
+
+func (e iotestErr) Read([]byte) (int, error) { return 0, e.err }
+
+func TestSplitBatch(t *testing.T) {
+	parts, err := SplitBatch([]byte(` [ {"a":1} , 2,"x" ] `))
+	if err != nil || len(parts) != 3 || string(parts[0]) != `{"a":1}` || string(parts[2]) != `"x"` {
+		t.Fatalf("SplitBatch: %q, %v", parts, err)
+	}
+	for _, p := range parts {
+		if cap(p) <= len(p) || p[:len(p)+1][len(p)] != '\n' {
+			t.Errorf("element %q has no newline in its capacity", p)
+		}
+	}
+	for _, bad := range []string{`[]`, `{}`, `[1,`, `[1 2]`, ``} {
+		if _, err := SplitBatch([]byte(bad)); err == nil {
+			t.Errorf("SplitBatch(%q) accepted", bad)
+		}
+	}
+}
+
+func TestWriterTerminatorFromCapacity(t *testing.T) {
+	var out bytes.Buffer
+	w := NewWriter(&out)
+	withNL := []byte("one\n")[:3]
+	withOther := []byte("two!")[:3]
+	if err := w.Write(withNL, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(withOther, false); err != nil {
+		t.Fatal(err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("Write(flush false) wrote at once: %q", out.String())
+	}
+	if err := w.WriteMessage([]byte("three")); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "one\ntwo\nthree\n" {
+		t.Errorf("written %q", got)
+	}
+	if err := w.Write([]byte("four"), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil || !strings.HasSuffix(out.String(), "four\n") {
+		t.Errorf("Flush: %q, %v", out.String(), err)
+	}
+}
+
+func TestHasLine(t *testing.T) {
+	r := NewReader(strings.NewReader("a\nb"), 10)
+	if r.HasLine() {
+		t.Error("HasLine before any read")
+	}
+	if _, err := r.ReadLine(); err != nil {
+		t.Fatal(err)
+	}
+	if r.HasLine() {
+		t.Error(`HasLine with only "b" buffered`)
+	}
+	r = NewReader(strings.NewReader("a\nb\n"), 10)
+	r.ReadLine()
+	if !r.HasLine() {
+		t.Error(`HasLine with "b\n" buffered`)
+	}
+}
+
+func ExampleID_Key() {
+	fmt.Println(RawID(`1.0`).Key(), RawID(`"\u0031"`).Key())
+	// Output: 1 "1"
+}
