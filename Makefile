@@ -2,7 +2,8 @@
 #
 #   make setup    ready this machine: Docker engine, debootstrap, the cage images (.ci/setup)
 #   make demo     the main job end to end: a real npm server caged, pinned, a change caught, the log verified
-#   make test     everything CI runs: unit, integration (real Docker), scripts, short fuzzing
+#   make test     everything CI runs: vet, staticcheck, actionlint, unit, integration (real Docker),
+#                 scripts, the race detector, short fuzzing
 #   make build    the binary, in ./bin/mcpcage
 #   make images   the cage images, built locally (no registry needed)
 #   make fuzz     longer fuzzing of every target in fuzz/
