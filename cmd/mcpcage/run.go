@@ -80,7 +80,8 @@ when named with --env (the value is taken from mcpcage's own environment).
 Exit status: the server's own status when it ends the session by itself; 0
 when the client ends it; 2 for a command line that was refused; 125 when the
 cage could not be set up (Docker unreachable, image missing, package not found,
-install failed); 137 when the server was killed for using too much memory.`,
+install failed); 130/143/129 when SIGINT/SIGTERM/SIGHUP stopped it; 137 when
+the server was killed for using too much memory.`,
 		Example: `  mcpcage run -- npx -y @modelcontextprotocol/server-everything
   mcpcage run --mount ~/notes:rw -- npx -y @modelcontextprotocol/server-filesystem ~/notes ~/docs
   GITHUB_TOKEN=... mcpcage run --allow-net --env GITHUB_TOKEN -- npx -y @modelcontextprotocol/server-github`,
@@ -89,7 +90,7 @@ install failed); 137 when the server was killed for using too much memory.`,
 			if err := useHome(opts.Home); err != nil {
 				return usageErr(err)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			return runRun(ctx, opts)
 		},
@@ -303,9 +304,93 @@ func usageErr(err error) error {
 	return &ExitError{Code: exitUsage, Err: err}
 }
 
+// stopSignal is the cause of a run's context when a signal ended it: the
+// person (or the client, or the system) stopped the session, which is
+// neither the server's doing nor an out-of-memory kill.
+type stopSignal struct{ sig syscall.Signal }
+
+func (e *stopSignal) Error() string { return "mcpcage received " + signalName(e.sig) }
+
+// code is the shell's status for death by that signal (130 for SIGINT).
+func (e *stopSignal) code() int { return 128 + int(e.sig) }
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	}
+	return s.String()
+}
+
+func signalNumber(name string) int {
+	for _, s := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		if signalName(s) == name {
+			return int(s)
+		}
+	}
+	return 0
+}
+
+// signalContext is cancelled, with a *stopSignal cause, at SIGINT, SIGTERM
+// or SIGHUP.
+func signalContext(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigc:
+			if ss, ok := s.(syscall.Signal); ok {
+				cancel(&stopSignal{sig: ss})
+			} else {
+				cancel(nil)
+			}
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigc)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// stoppedBy returns the signal that ended ctx, or nil.
+func stoppedBy(ctx context.Context) *stopSignal {
+	var ss *stopSignal
+	if errors.As(context.Cause(ctx), &ss) {
+		return ss
+	}
+	return nil
+}
+
+// signalledCage is the cage as the proxy sees it: a server that was stopped
+// because mcpcage received a signal says so to the client left waiting.
+type signalledCage struct {
+	*cage.Cage
+	ctx context.Context
+}
+
+func (c signalledCage) ExitReason() string {
+	if ss := stoppedBy(c.ctx); ss != nil && !c.OOMKilled() {
+		return "stopped because " + ss.Error() + " (the session was ended by the user)"
+	}
+	return c.Cage.ExitReason()
+}
+
 func runRun(ctx context.Context, opts *RunOptions) error {
 	p, err := planRun(opts)
 	if err != nil {
+		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start the server: %v", err))
+		return err
+	}
+	// Every flag of every extension is checked before Docker is touched.
+	if err := checkRunFlags(); err != nil {
 		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start the server: %v", err))
 		return err
 	}
@@ -320,8 +405,14 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	watch := &firstReply{name: p.name, timeout: opts.StartTimeout, allowNet: opts.AllowNet, log: opts.IO.ErrOut}
 	// The proxy reads a blocking os.Stdin through a non-blocking duplicate,
 	// so a signal ends its read too (proxy.Run).
-	rc := &RunContext{IO: opts.IO, Name: p.name, Launch: l, Home: p.stateDir, Before: []proxy.Policy{watch}, Drain: opts.StartTimeout}
-	code, err := serveSession(ctx, rc, c, p.maxLine)
+	rc := &RunContext{IO: opts.IO, Name: p.name, Launch: l, Home: p.stateDir, Before: []proxy.Policy{watch}, Drain: opts.StartTimeout,
+		Stopped: func() string {
+			if ss := stoppedBy(ctx); ss != nil {
+				return signalName(ss.sig)
+			}
+			return ""
+		}}
+	code, err := serveSession(ctx, rc, signalledCage{Cage: c, ctx: ctx}, p.maxLine)
 	if c.OOMKilled() {
 		return &ExitError{Code: 137, Err: withHint(fmt.Errorf("%q was killed for using more than its memory limit (%s)", p.name, units.BytesSize(float64(p.memory))),
 			"raise the limit with --memory, e.g. --memory 1g")}
@@ -333,6 +424,10 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 			code = 1
 		}
 		return &ExitError{Code: code, Err: err}
+	}
+	if ss := stoppedBy(ctx); ss != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "mcpcage: %q stopped: %s (the session was ended by the user)\n", p.name, ss)
+		return &ExitError{Code: ss.code()}
 	}
 	if c.Killed() || ctx.Err() != nil {
 		// mcpcage ended the server (the client left and it did not exit

@@ -441,10 +441,20 @@ func (p *auditPolicy) SessionEnd(ctx context.Context, s *proxy.Session, exitCode
 	p.mu.Lock()
 	calls := p.calls
 	p.mu.Unlock()
-	p.append("session_end", map[string]any{
+	end := map[string]any{
 		"session": p.session, "server": p.rc.Name, "exit": exitCode, "calls": calls,
 		"dur_ms": time.Since(p.start).Milliseconds(),
-	})
+	}
+	if p.rc.Stopped != nil {
+		if sig := p.rc.Stopped(); sig != "" {
+			// The server's status is then mcpcage's kill, not its own end.
+			end["stopped_by"] = sig
+			end["end"] = "stopped by the user (mcpcage received " + sig + ")"
+			end["server_exit"] = exitCode
+			end["exit"] = 128 + signalNumber(sig)
+		}
+	}
+	p.append("session_end", end)
 	if err := p.log.Close(); err != nil {
 		untrusted.Fprintf(p.rc.IO.ErrOut, "mcpcage: audit: error: %v\n", err)
 	}

@@ -30,6 +30,10 @@ func init() {
 		Flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&blockResultsFlag, "block-results", "", "replace a tool result that shows signs of hidden instructions of this `severity` or higher (low, medium, high) with an error; default: report them and pass the result on")
 		},
+		Check: func() error {
+			_, err := blockSeverity()
+			return err
+		},
 		Policy: newResultScanPolicy,
 	})
 	auditFindings = resultFindings.count
@@ -45,15 +49,23 @@ type resultScanPolicy struct {
 }
 
 func newResultScanPolicy(rc *RunContext) (proxy.Policy, error) {
-	p := &resultScanPolicy{rc: rc}
-	if blockResultsFlag != "" {
-		sev, err := scan.ParseSeverity(blockResultsFlag)
-		if err != nil {
-			return nil, &ExitError{Code: exitUsage, Err: fmt.Errorf("--block-results %q: give low, medium or high", blockResultsFlag)}
-		}
-		p.block = sev
+	sev, err := blockSeverity()
+	if err != nil {
+		return nil, err
 	}
-	return p, nil
+	return &resultScanPolicy{rc: rc, block: sev}, nil
+}
+
+// blockSeverity is --block-results as a severity; 0 when unset.
+func blockSeverity() (scan.Severity, error) {
+	if blockResultsFlag == "" {
+		return 0, nil
+	}
+	sev, err := scan.ParseSeverity(blockResultsFlag)
+	if err != nil {
+		return 0, &ExitError{Code: exitUsage, Err: fmt.Errorf("--block-results %q: give low, medium or high", blockResultsFlag)}
+	}
+	return sev, nil
 }
 
 var scannedMethods = map[string]string{"tools/call": "tool", "prompts/get": "prompt", "resources/read": "resource"}

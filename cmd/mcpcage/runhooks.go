@@ -30,6 +30,8 @@ type RunContext struct {
 	// Drain is how long a client that closed its input waits for answers
 	// (proxy.Config.DrainTimeout).
 	Drain time.Duration
+	// Stopped names the signal that ended the session ("SIGINT"), or "".
+	Stopped func() string
 }
 
 // runExtension lets a concern (pinning, scanning, auditing) add its flags to
@@ -42,6 +44,9 @@ type runExtension struct {
 	// Flags adds the extension's flags to `mcpcage run` (and the commands
 	// that share its flags). May be nil.
 	Flags func(fs *pflag.FlagSet)
+	// Check refuses a bad flag value before anything is set up (exit 2).
+	// May be nil.
+	Check func() error
 	// Policy builds the policy for one session after flags are parsed; a nil
 	// policy with a nil error means "nothing to do this session".
 	Policy func(rc *RunContext) (proxy.Policy, error)
@@ -70,6 +75,18 @@ func runPolicies(rc *RunContext) ([]proxy.Policy, error) {
 		}
 	}
 	return ps, nil
+}
+
+// checkRunFlags runs every extension's Check.
+func checkRunFlags() error {
+	for _, e := range runExtensions {
+		if e.Check != nil {
+			if err := e.Check(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // addRunFlags adds every extension's flags to fs.
