@@ -193,9 +193,46 @@ func encodedRuns(s string) []string {
 		}
 		if j-i >= 24 {
 			out = append(out, s[i:j])
+			// "key=HEX..." reads as one base64 run that does not decode:
+			// an '=' inside a run is no padding, and a long hex stretch
+			// inside base64 letters is decoded on its own too.
+			out = append(out, innerRuns(s[i:j])...)
 			if len(out) >= 16 {
-				return out
+				return out[:16]
 			}
+		}
+		i = j
+	}
+	return out
+}
+
+func isHexByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// innerRuns returns the parts of a base64 run between inner '=' signs (24
+// characters or more) and its stretches of 32 or more hex digits, when
+// they are not the run itself.
+func innerRuns(run string) []string {
+	var out []string
+	if k := strings.TrimRight(run, "="); strings.IndexByte(k, '=') >= 0 {
+		for _, part := range strings.Split(k, "=") {
+			if len(part) >= 24 {
+				out = append(out, part)
+			}
+		}
+	}
+	for i := 0; i < len(run); {
+		if !isHexByte(run[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(run) && isHexByte(run[j]) {
+			j++
+		}
+		if n := (j - i) &^ 1; n >= 32 && n < len(run) {
+			out = append(out, run[i:i+n])
 		}
 		i = j
 	}

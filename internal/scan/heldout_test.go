@@ -30,9 +30,10 @@ type heldOutServer struct {
 
 // heldOutMin: attacks caught at medium or above, per category.
 var heldOutMin = map[string]int{
-	"conversation_exfiltration": 4, "encoded_payload": 3, "exfil_via_parameter": 3,
-	"fake_system_marker": 4, "hidden_instruction_tag": 4, "homoglyph": 5,
-	"sleeper_hidden_tool": 3, "tool_shadowing": 1, "name_collision_impersonation": 5, "name_mimicry": 6,
+	"conversation_exfiltration": 5, "encoded_payload": 4, "exfil_via_parameter": 5,
+	"fake_system_marker": 5, "hidden_instruction_tag": 6, "homoglyph": 5,
+	"sleeper_hidden_tool": 5, "tool_shadowing": 5, "name_collision_impersonation": 5, "name_mimicry": 6,
+	"overt_malicious_capability": 6,
 }
 
 // heldOutMaxBenignHigh: honest tools with a high-severity finding.
