@@ -67,9 +67,10 @@ staticcheck:
 actionlint:
 	$(GO) run $(ACTIONLINT) -color=never
 
-# PKG=internal/pin limits the run to one package (or several, space-separated).
+# PKG=internal/pin limits the run to one package (or several, space-separated);
+# FILES="compare.go canon.go" to those files of it.
 mutation:
-	GREMLINS="$(GO) run $(GREMLINS)" ./.ci/mutation $(PKG)
+	GREMLINS="$(GO) run $(GREMLINS)" MUTATION_FILES="$(FILES)" ./.ci/mutation $(PKG)
 
 # Each Fuzz target in fuzz/ runs on its own for FUZZTIME (a duration, or
 # a count of inputs such as 20000x). Every target runs even after one fails;
