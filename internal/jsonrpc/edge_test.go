@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -156,7 +157,7 @@ func TestFoldKeyIsEqualFold(t *testing.T) {
 	for r := rune(0x20); r < 0x250; r++ {
 		runes = append(runes, r)
 	}
-	runes = append(runes, 'K', 'ſ', 'ẞ', 'Ω', 'Å', 'µ', 'Μ', 'μ', 'Σ', 'σ', 'ς', 'Θ', 'θ', 'ϑ', 'ϴ', 'ι', 'ͅ', 'ι', 'Ι', 'ᾳ', 'ᾼ')
+	runes = append(runes, '\u212a', '\u2126', '\u212b', 'ſ', 'ẞ', 'Ω', 'Å', 'µ', 'Μ', 'μ', 'Σ', 'σ', 'ς', 'Θ', 'θ', 'ϑ', 'ϴ', 'ι', 'ͅ', 'ι', 'Ι', 'ᾳ', 'ᾼ')
 	keys := make([]string, len(runes))
 	for i, r := range runes {
 		keys[i] = foldKey(string(r))
@@ -350,7 +351,87 @@ func TestWriterTerminatorFromCapacity(t *testing.T) {
 	}
 }
 
+func TestUnexpectedByteNamed(t *testing.T) {
+	for v, want := range map[string]string{
+		"@":    `invalid character '@'`,
+		"\x7f": `invalid character '\x7f'`,
+		"\x80": "invalid byte 0x80",
+		"\xff": "invalid byte 0xff",
+	} {
+		_, err := Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"x","params":[` + v + `]}`))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("params [%q]: %v, want %q", v, err, want)
+		}
+	}
+}
+
+// TestReaderAtTheBufferCap: limits above the buffer's cap (256 KiB) are
+// read in several fragments; a line of exactly the limit, with "\r\n", must
+// pass, one byte more must not.
+func TestReaderAtTheBufferCap(t *testing.T) {
+	const max = 2*256<<10 - 1
+	for _, tt := range []struct {
+		n    int
+		term string
+		ok   bool
+	}{{max, "\r\n", true}, {max, "\n", true}, {max + 1, "\r\n", false}, {max + 1, "\n", false}, {max - 1, "\r\n", true}} {
+		in := strings.Repeat("x", tt.n) + tt.term + "next\n"
+		r := NewReader(strings.NewReader(in), max)
+		line, err := r.ReadLine()
+		if tt.ok != (err == nil) || tt.ok && len(line) != tt.n {
+			t.Errorf("%d bytes + %q: %d bytes, %v; want ok=%v", tt.n, tt.term, len(line), err, tt.ok)
+		}
+		if l, err := r.ReadLine(); err != nil || string(l) != "next" {
+			t.Errorf("%d bytes + %q: next line %q, %v", tt.n, tt.term, l, err)
+		}
+	}
+}
+
+// TestReaderCRAtTheBufferEdge: with the default limit, a line whose "\r"
+// is the last byte of the reader's 256 KiB buffer and whose "\n" comes in
+// the next read. Such a line from a server used to crash mcpcage (a slice
+// bounds panic in ReadLine).
+func TestReaderCRAtTheBufferEdge(t *testing.T) {
+	for _, n := range []int{256<<10 - 2, 256<<10 - 1, 256 << 10, 512<<10 - 1} {
+		r := NewReader(strings.NewReader(strings.Repeat("x", n)+"\r\nnext\n"), 0)
+		line, err := r.ReadLine()
+		if err != nil || len(line) != n || bytes.IndexByte(line, '\r') >= 0 {
+			t.Errorf("%d bytes + CRLF: %d bytes, %v", n, len(line), err)
+		}
+		if l, err := r.ReadLine(); err != nil || string(l) != "next" {
+			t.Errorf("%d bytes + CRLF: next line %q, %v", n, l, err)
+		}
+	}
+}
+
+// TestReaderTooLongLineIsNotHeld: a line over the limit is skipped as it
+// streams by, not gathered first (a server could otherwise make mcpcage
+// allocate without bound).
+func TestReaderTooLongLineIsNotHeld(t *testing.T) {
+	in := io.MultiReader(io.LimitReader(zeros{}, 64<<20), strings.NewReader("\nok\n"))
+	r := NewReader(in, 1024)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := r.ReadLine()
+	runtime.ReadMemStats(&after)
+	var tl *LineTooLongError
+	if !errors.As(err, &tl) {
+		t.Fatalf("64 MiB line: %v, want too long", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 8<<20 {
+		t.Errorf("skipping a 64 MiB line allocated %d bytes", n)
+	}
+	if l, err := r.ReadLine(); err != nil || string(l) != "ok" {
+		t.Errorf("after it: %q, %v", l, err)
+	}
+}
+
 func TestHasLine(t *testing.T) {
+	r0 := NewReader(strings.NewReader("a\n\nb"), 10)
+	r0.ReadLine()
+	if !r0.HasLine() {
+		t.Error("HasLine with an empty line buffered")
+	}
 	r := NewReader(strings.NewReader("a\nb"), 10)
 	if r.HasLine() {
 		t.Error("HasLine before any read")

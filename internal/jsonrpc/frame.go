@@ -77,7 +77,9 @@ func (r *Reader) ReadLine() ([]byte, error) {
 			return nil, &LineTooLongError{Max: r.max}
 		}
 		line := make([]byte, n+1)
-		c := copy(line, acc)
+		// The dropped "\r" may be the last byte of acc (the buffer ended
+		// between it and the "\n"): copy no more than n bytes of it.
+		c := copy(line[:n], acc)
 		copy(line[c:n], frag)
 		line[n] = '\n'
 		return line[:n], nil
