@@ -157,7 +157,9 @@ func TestCanonicalDepthLimit(t *testing.T) {
 	if _, err := Canonical(nest(maxDepth/2 + 1)); err == nil {
 		t.Errorf("nesting %d levels accepted", maxDepth+2)
 	}
-	arrays := func(n int) jsontext.Value { return jsontext.Value(strings.Repeat("[", n) + "1" + strings.Repeat("]", n)) }
+	arrays := func(n int) jsontext.Value {
+		return jsontext.Value(strings.Repeat("[", n) + "1" + strings.Repeat("]", n))
+	}
 	if _, err := Canonical(arrays(maxDepth)); err != nil {
 		t.Errorf("%d arrays refused: %v", maxDepth, err)
 	}
