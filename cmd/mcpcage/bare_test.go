@@ -76,6 +76,7 @@ func bareMain(args []string) int {
 	fs.SetOutput(io.ErrOut)
 	addRunFlags(fs)
 	name := fs.String("name", "", "the server's name")
+	env := fs.StringArray("env", nil, "the --env names of the server (recorded for the argument check)")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintf(io.ErrOut, "mcpcage: error: %v\n", err)
 		return 2
@@ -93,7 +94,7 @@ func bareMain(args []string) int {
 		fmt.Fprintf(io.ErrOut, "mcpcage: error: %v\n", err)
 		return 1
 	}
-	rc := &RunContext{IO: io, Name: *name, Launch: launch.Launch{Kind: "process", Argv: argv}, Home: dir}
+	rc := &RunContext{IO: io, Name: *name, Launch: launch.Launch{Kind: "process", Argv: argv}, Home: dir, Env: *env}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := proxy.StartProcess(ctx, argv, nil)

@@ -405,7 +405,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	watch := &firstReply{name: p.name, timeout: opts.StartTimeout, allowNet: opts.AllowNet, log: opts.IO.ErrOut}
 	// The proxy reads a blocking os.Stdin through a non-blocking duplicate,
 	// so a signal ends its read too (proxy.Run).
-	rc := &RunContext{IO: opts.IO, Name: p.name, Launch: l, Home: p.stateDir, Before: []proxy.Policy{watch}, Drain: opts.StartTimeout,
+	rc := &RunContext{IO: opts.IO, Name: p.name, Launch: l, Home: p.stateDir, Env: opts.Env, Before: []proxy.Policy{watch}, Drain: opts.StartTimeout,
 		Stopped: func() string {
 			if ss := stoppedBy(ctx); ss != nil {
 				return signalName(ss.sig)

@@ -20,6 +20,7 @@ type RunContext struct {
 	Name   string        // the server's identity (--name, else derived from the launch)
 	Launch launch.Launch // what runs in the cage
 	Home   string        // $MCPCAGE_HOME, resolved
+	Env    []string      // the --env names passed to the server
 	// Audit records an event of another concern (pins, drift) in the
 	// session's audit log; set by the audit extension when it builds its
 	// policy, so read it when the event happens, not at build time.
