@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // seedServers are the tool catalogs of the seeds' four sandbox servers,
@@ -175,4 +176,41 @@ func TestRegexWorkBounded(t *testing.T) {
 		t.Errorf("regular expressions read %d bytes for a %d-byte list", read, size)
 	}
 	t.Logf("regular expressions read %d bytes for a %d-byte list", read, size)
+}
+
+// result64KiB is a tools/call result of 64 KiB of ordinary tool prose: the
+// descriptions of the seed servers' tools, one after another, as one text
+// content block.
+func result64KiB(b testing.TB) json.RawMessage {
+	list, _ := largeList(b, false)
+	var text []byte
+	for _, t := range list {
+		var d struct {
+			Description string `json:"description"`
+		}
+		json.Unmarshal(t, &d)
+		text = append(append(text, d.Description...), '\n')
+		if len(text) >= 64<<10 {
+			break
+		}
+	}
+	text = text[:64<<10]
+	for !utf8.Valid(text) { // no cut inside a rune
+		text = text[:len(text)-1]
+	}
+	block, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": string(text)}}})
+	return block
+}
+
+// BenchmarkResult64KiB is what the proxy spends scanning one 64 KiB tool
+// result.
+func BenchmarkResult64KiB(b *testing.B) {
+	r := result64KiB(b)
+	b.SetBytes(int64(len(r)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		Result(r)
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "us/result")
 }

@@ -110,11 +110,18 @@ func Text(path, s string) []Finding {
 // (text, embedded resources) and every string of structuredContent. Binary
 // data (images, audio, blobs) is not read.
 func Result(result json.RawMessage) []Finding {
-	sc := newScanner()
-	sc.skipKeys = map[string]bool{"data": true, "blob": true}
+	// Pooled: the proxy scans every result, and a large one's buffers are
+	// most of what a scan allocates.
+	sc := getScanner()
+	defer putScanner(sc)
+	sc.skipKeys = resultSkipKeys
 	sc.walkJSON(result, "")
 	return sc.result()
 }
+
+// resultSkipKeys name the members of a result that hold binary data; read
+// only.
+var resultSkipKeys = map[string]bool{"data": true, "blob": true}
 
 // Count returns how many findings have at least severity min.
 func Count(fs []Finding, min Severity) int {
