@@ -68,6 +68,7 @@ func (r *Reader) ReadLine() ([]byte, error) {
 		if tooLong {
 			return nil, &LineTooLongError{Max: r.max}
 		}
+		raw := frag
 		frag = bytes.TrimSuffix(frag, []byte{'\n'})
 		n := len(acc) + len(frag)
 		if n > 0 && (len(frag) > 0 && frag[len(frag)-1] == '\r' || len(frag) == 0 && acc[len(acc)-1] == '\r') {
@@ -76,11 +77,17 @@ func (r *Reader) ReadLine() ([]byte, error) {
 		if n > r.max {
 			return nil, &LineTooLongError{Max: r.max}
 		}
-		line := make([]byte, n+1)
-		// The dropped "\r" may be the last byte of acc (the buffer ended
-		// between it and the "\n"): copy no more than n bytes of it.
-		c := copy(line[:n], acc)
-		copy(line[c:n], frag)
+		// append, not make: the new array is not zeroed before the copy
+		// (make would clear every byte first, a second pass over a large
+		// line).
+		var line []byte
+		if len(acc) == 0 && len(raw) > n {
+			line = append([]byte(nil), raw[:n+1]...) // raw[n] is '\r' or '\n'
+		} else {
+			// The dropped "\r" may be the last byte of acc (the buffer ended
+			// between it and the "\n"): the [:n] drops it.
+			line = append(append(append(make([]byte, 0, 0), acc...), frag...)[:n], '\n')
+		}
 		line[n] = '\n'
 		return line[:n], nil
 	}
