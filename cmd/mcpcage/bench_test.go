@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -179,7 +178,7 @@ const cageCalls = 300
 // scanner, audit log) and through a plain docker run -i of the same image,
 // command and cache mount, the two in turn within each iteration. Startup
 // is not timed. per-call-ratio is mcpcage over docker-run; mcpcage-peak-rss-MB
-// is the mcpcage process's peak resident set (getrusage ru_maxrss).
+// is the mcpcage process's peak resident set (VmHWM, read before it exits).
 func BenchmarkCagePerCall(b *testing.B) {
 	cb := newCageBench(b)
 	plain := cb.dockerArgs(false)
@@ -191,12 +190,14 @@ func BenchmarkCagePerCall(b *testing.B) {
 			func() {
 				cmd := exec.Command(cb.bin, "run", "--", "npx", "-y", everything)
 				cmd.Env = cb.env
-				tCage += sequentialCalls(b, cmd, cageCalls)
-				if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > rss {
-					rss = ru.Maxrss
-				}
+				d, hwm := sequentialCalls(b, cmd, cageCalls)
+				tCage += d
+				rss = max(rss, hwm)
 			},
-			func() { tPlain += sequentialCalls(b, exec.Command("docker", plain...), cageCalls) },
+			func() {
+				d, _ := sequentialCalls(b, exec.Command("docker", plain...), cageCalls)
+				tPlain += d
+			},
 		}
 		for k := range runs {
 			runs[(i+k)%len(runs)]()
@@ -212,8 +213,9 @@ func BenchmarkCagePerCall(b *testing.B) {
 
 // sequentialCalls starts cmd, runs the MCP handshake, then times n
 // tools/calls of echo, each sent once the answer to the one before is in;
-// the handshake and the shutdown are not timed.
-func sequentialCalls(b *testing.B, cmd *exec.Cmd, n int) time.Duration {
+// the handshake and the shutdown are not timed. It also returns the
+// process's peak resident set in KiB, read before the shutdown.
+func sequentialCalls(b *testing.B, cmd *exec.Cmd, n int) (time.Duration, int64) {
 	b.Helper()
 	b.StopTimer()
 	defer b.StartTimer()
@@ -254,6 +256,7 @@ func sequentialCalls(b *testing.B, cmd *exec.Cmd, n int) time.Duration {
 		waitFor(id)
 	}
 	elapsed := time.Since(start)
+	hwm := vmHWM(b, cmd.Process.Pid)
 	in.Close()
 	go io.Copy(io.Discard, rd)
 	done := make(chan error, 1)
@@ -264,5 +267,5 @@ func sequentialCalls(b *testing.B, cmd *exec.Cmd, n int) time.Duration {
 		cmd.Process.Kill()
 		<-done
 	}
-	return elapsed
+	return elapsed, hwm
 }

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -320,4 +322,71 @@ func BenchmarkChainPipelined(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		})
 	}
+}
+
+// BenchmarkSessionRSS runs one session of the full chain as its own process
+// (mcpcage-bare: every run extension, no container) in front of the fixture
+// server, with 300 pipelined tools/calls whose results carry 64 KiB of
+// text, and reports the session process's peak resident set (VmHWM).
+func BenchmarkSessionRSS(b *testing.B) {
+	var peak int64
+	for i := 0; i < b.N; i++ {
+		dir := b.TempDir()
+		os.MkdirAll(dir+"/mcpcage", 0o700)
+		os.MkdirAll(dir+"/home", 0o700)
+		tools := dir + "/tools.json"
+		os.WriteFile(tools, []byte(`{"tools":[{"name":"echo","description":"Echoes its text.","inputSchema":{"type":"object"}}]}`), 0o600)
+		cmd := exec.Command("mcpcage-bare", "--name", "rss", "--", "fixture-server")
+		cmd.Env = testEnv(dir, "FIXTURE_TOOLS="+tools, "FIXTURE_RESULT_TEXT="+resultText(64<<10))
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		errOut := &cageBuffer{}
+		cmd.Stderr = errOut
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		var msgs bytes.Buffer
+		msgs.WriteString(`{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}` + "\n")
+		msgs.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+		msgs.WriteString(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}` + "\n")
+		go func() {
+			in.Write(msgs.Bytes())
+			for k := 0; k < 300; k++ {
+				fmt.Fprintf(in, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"call %d"}}}`+"\n", k, k)
+			}
+		}()
+		rd := bufio.NewReaderSize(out, 1<<20)
+		for n := 0; n < 302; n++ {
+			if _, err := rd.ReadString('\n'); err != nil {
+				b.Fatalf("answer %d: %v\n%s", n, err, errOut.String())
+			}
+		}
+		peak = max(peak, vmHWM(b, cmd.Process.Pid))
+		in.Close()
+		io.Copy(io.Discard, rd)
+		if err := cmd.Wait(); err != nil {
+			b.Fatalf("session: %v\n%s", err, errOut.String())
+		}
+	}
+	b.ReportMetric(float64(peak)/1024, "session-peak-rss-MB")
+	b.ReportMetric(0, "ns/op")
+}
+
+// vmHWM is the peak resident set of a running process, in KiB, from
+// /proc/PID/status. (Not the ru_maxrss of the exited child: Go starts
+// children with vfork semantics, and Linux counts the parent's resident set
+// at exec into the child's maxrss.)
+func vmHWM(tb testing.TB, pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n
+		}
+	}
+	tb.Fatalf("no VmHWM in /proc/%d/status", pid)
+	return 0
 }
