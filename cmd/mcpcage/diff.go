@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -202,9 +203,35 @@ func diffText(w io.Writer, color bool, f *pin.File, changes []pin.Change) {
 			fmt.Fprintln(w, "! launch changed: "+l)
 		}
 	}
+	for _, l := range contextLines(f) {
+		fmt.Fprintln(w, l)
+	}
 	hash, _ := pin.PendingHash(f)
 	fmt.Fprintf(w, "\nPending for %q: %s (pending set %s).\n", untrusted.Line(f.Server), countChanges(changes), hash)
 	fmt.Fprintf(w, "If you trust what you see: mcpcage approve %s --hash %s\n", untrusted.Line(f.Server), hash)
+}
+
+// contextLines say which client capabilities the pending list was seen with
+// and which were approved: servers offer some tools only to clients that
+// can sample, elicit or give roots (docs/pin.md).
+func contextLines(f *pin.File) []string {
+	if f.Pending == nil || f.Pending.SeenWith == nil {
+		return nil
+	}
+	var approved []string
+	if f.Approved != nil {
+		for c := range f.Approved.Contexts {
+			approved = append(approved, untrusted.Line(c))
+		}
+	}
+	sort.Strings(approved)
+	if len(approved) == 0 {
+		approved = []string{"none recorded"}
+	}
+	return []string{
+		"seen with a client offering: " + untrusted.Line(*f.Pending.SeenWith),
+		"approved with clients offering: " + strings.Join(approved, "; "),
+	}
 }
 
 func countChanges(changes []pin.Change) string {
@@ -248,12 +275,14 @@ type diffJSONChange struct {
 }
 
 type diffJSONOut struct {
-	Server   string           `json:"server"`
-	Pending  bool             `json:"pending"`
-	Hash     string           `json:"hash,omitempty"`
-	Launch   []string         `json:"launch_changes,omitempty"`
-	Changes  []diffJSONChange `json:"changes"`
-	Approved *time.Time       `json:"approved_at,omitempty"`
+	Server   string              `json:"server"`
+	Pending  bool                `json:"pending"`
+	Hash     string              `json:"hash,omitempty"`
+	Launch   []string            `json:"launch_changes,omitempty"`
+	Changes  []diffJSONChange    `json:"changes"`
+	Approved *time.Time          `json:"approved_at,omitempty"`
+	SeenWith string              `json:"seen_with,omitempty"` // the capabilities of the client the pending list was seen with
+	Contexts map[string][]string `json:"contexts,omitempty"`  // tool names approved per client context
 }
 
 func diffJSON(w io.Writer, f *pin.File, changes []pin.Change) error {
@@ -267,6 +296,10 @@ func diffJSON(w io.Writer, f *pin.File, changes []pin.Change) error {
 	if f.Approved != nil {
 		t := f.Approved.Time
 		out.Approved = &t
+		out.Contexts = f.Approved.Contexts
+	}
+	if f.Pending != nil && f.Pending.SeenWith != nil {
+		out.SeenWith = *f.Pending.SeenWith
 	}
 	for _, c := range changes {
 		jc := diffJSONChange{Kind: c.Kind, Name: c.Key, Op: c.Op.String(), Fields: c.Fields, Old: c.Old, New: c.New}

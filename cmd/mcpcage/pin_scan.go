@@ -19,6 +19,9 @@ func init() {
 	pinHighFindings = func(k pin.Kind, item []byte, list []jsontext.Value) int {
 		return scan.Count(scanForPins{}.Item(k, item, list), scan.High)
 	}
+	pinFlagged = func(k pin.Kind, item []byte, list []jsontext.Value) bool {
+		return scan.Count(scanForPins{}.Item(k, item, list), scan.Medium) > 0
+	}
 }
 
 var scanKinds = map[pin.Kind]string{

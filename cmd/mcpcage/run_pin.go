@@ -22,6 +22,10 @@ var pinFlags struct {
 // item for the lock message; nil until the scanner wires itself in.
 var pinHighFindings func(k pin.Kind, item []byte, list []jsontext.Value) int
 
+// pinFlagged says whether the scanner finds signs at medium or above in one
+// item: such a tool is never trusted on first use in a new client context.
+var pinFlagged func(k pin.Kind, item []byte, list []jsontext.Value) bool
+
 func init() {
 	addRunExtension(runExtension{
 		Order: 10,
@@ -43,6 +47,7 @@ func init() {
 					ReadOnly: pinFlags.readOnlyTools,
 				},
 				HighFindings: pinHighFindings,
+				Flagged:      pinFlagged,
 				Event: func(kind string, fields map[string]any) {
 					if rc.Audit != nil {
 						rc.Audit(kind, fields)

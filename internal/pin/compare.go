@@ -335,6 +335,9 @@ func Approve(f *File, now time.Time) {
 			f.Approved.Set(k, f.Pending.List(k))
 		}
 	}
+	if f.Pending.Contexts != nil {
+		f.Approved.Contexts = f.Pending.Contexts
+	}
 	f.Approved.Launch = f.Pending.Launch
 	f.Approved.Time = now.UTC()
 	f.Pending = nil

@@ -78,6 +78,13 @@ type Snapshot struct {
 	Prompts      []jsontext.Value `json:"prompts,omitempty"`
 	Resources    []jsontext.Value `json:"resources,omitempty"`
 	Templates    []jsontext.Value `json:"resourceTemplates,omitempty"`
+	// Contexts are the names of the tools the server listed to clients of
+	// each set of capabilities (a ContextKey): servers offer some tools only
+	// to clients that can sample, elicit or give roots. A tool approved in
+	// one context and absent in another is no change.
+	Contexts map[string][]string `json:"contexts,omitempty"`
+	// SeenWith is, for a pending set, the context of the list that made it.
+	SeenWith *string `json:"seen_with,omitempty"`
 }
 
 // List returns the items of one kind (nil when absent). Instructions are one
@@ -248,6 +255,16 @@ func (f *File) Marshal() ([]byte, error) {
 				b.Write(c)
 			}
 			b.WriteString("\n    ]")
+		}
+		if len(s.Contexts) > 0 {
+			c, err := json.Marshal(s.Contexts, json.Deterministic(true))
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(&b, ",\n    \"contexts\": %s", c)
+		}
+		if s.SeenWith != nil {
+			fmt.Fprintf(&b, ",\n    \"seen_with\": %s", str(*s.SeenWith))
 		}
 		b.WriteString("\n  }")
 	}

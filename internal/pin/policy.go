@@ -41,6 +41,11 @@ type Config struct {
 	// string), given the whole list it came in. The lock message gives the
 	// total over what was added or changed.
 	HighFindings func(k Kind, item []byte, list []jsontext.Value) int
+	// Flagged, when set, says whether the scanner finds signs of hidden
+	// instructions at medium severity or above in one item: such a tool,
+	// listed for the first time to a client of new capabilities, is not
+	// trusted on first use (see ContextKey).
+	Flagged func(k Kind, item []byte, list []jsontext.Value) bool
 	// Event, when set, hears what pinning did, for the audit log: "pin" (a
 	// first list was pinned) and "drift" (a list differs from the approved
 	// one, or --strict awaits a first approval; the session is locked).
@@ -104,6 +109,9 @@ type Policy struct {
 	// era every request must carry the client's capabilities and info there,
 	// so the proxy's own list requests repeat it.
 	meta []byte
+	// ctx is the client's capabilities as a ContextKey, from its initialize
+	// request; "" before one was seen.
+	ctx string
 }
 
 // kindState is what this session last found for one kind.
@@ -167,6 +175,11 @@ func (p *Policy) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event)
 		if meta := rawMember(m.Params, "_meta"); meta != nil {
 			p.mu.Lock()
 			p.meta = meta
+			p.mu.Unlock()
+		}
+		if m.Method == "initialize" {
+			p.mu.Lock()
+			p.ctx = ContextKey(m.Params)
 			p.mu.Unlock()
 		}
 		return p.request(s, m)
@@ -563,6 +576,13 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 	var lock, reason string
 	var approved []jsontext.Value
 	var pinned bool
+	p.mu.Lock()
+	ctx := p.ctx
+	p.mu.Unlock()
+	var flagged func([]byte) bool
+	if p.cfg.Flagged != nil {
+		flagged = func(item []byte) bool { return p.cfg.Flagged(k, item, items) }
+	}
 	_, fi, err := p.cfg.Store.update(p.cfg.Name, func(f *File) (bool, error) {
 		changes, lock, reason, approved, pinned = nil, "", "", nil, false
 		now := p.cfg.Now().UTC()
@@ -573,6 +593,9 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 				f.Approved = &Snapshot{Launch: p.cfg.Launch}
 			}
 			f.Approved.Set(k, items)
+			if k == Tools {
+				recordContext(f.Approved, ctx, items)
+			}
 			f.Approved.Time = now
 			approved, pinned = items, true
 			dropSettledPending(f, k)
@@ -584,6 +607,21 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 			return false, err
 		}
 		approved = f.Approved.List(k)
+		pendingItems := items
+		if k == Tools && f.Approved.Has(k) {
+			fresh, real := explain(f.Approved, ctx, changes, p.cfg.Strict, flagged)
+			if len(real) == 0 {
+				changes = nil
+				wrote := recordContext(f.Approved, ctx, items)
+				if len(fresh) > 0 {
+					f.Approved.Tools = append(f.Approved.Tools, fresh...)
+					approved, pinned, wrote = f.Approved.Tools, true, true
+				}
+				return dropSettledPending(f, k) || wrote, nil
+			}
+			changes = real
+			pendingItems = withOtherContexts(f.Approved, ctx, items)
+		}
 		if len(changes) == 0 && f.Approved.Has(k) {
 			return dropSettledPending(f, k), nil
 		}
@@ -596,14 +634,20 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 			reason = fmt.Sprintf("the %s of %q are not approved yet (--strict)", definitions(k), p.cfg.Name)
 		}
 		if f.Pending.Has(k) {
-			if same, err := Compare(k, f.Pending.List(k), items); err == nil && len(same) == 0 && launchEqual(f.Pending.Launch, p.cfg.Launch) {
+			if same, err := Compare(k, f.Pending.List(k), pendingItems); err == nil && len(same) == 0 && launchEqual(f.Pending.Launch, p.cfg.Launch) {
 				return false, nil
 			}
 		}
 		if f.Pending == nil {
 			f.Pending = &Snapshot{}
 		}
-		f.Pending.Set(k, items)
+		f.Pending.Set(k, pendingItems)
+		if k == Tools && len(f.Approved.Contexts) > 0 && ctx != "" {
+			f.Pending.Contexts = copyContexts(f.Approved.Contexts)
+			recordContext(f.Pending, ctx, items)
+			seen := ctx
+			f.Pending.SeenWith = &seen
+		}
 		f.Pending.Launch = p.cfg.Launch
 		f.Pending.Time = now
 		return true, nil
