@@ -37,6 +37,16 @@ func FuzzParseCommand(f *testing.F) {
 			}
 			return
 		}
+		if c.Kind == "exec" {
+			// A local program: checked on the host by FindProgram.
+			if c.Program != argv[0] || len(c.Args) != len(argv)-1 || launch.IsInterpreter(c.Program) {
+				t.Fatalf("%q: program %q, args %q", argv, c.Program, c.Args)
+			}
+			if err := launch.ValidName(c.Name()); err != nil {
+				t.Fatalf("%q: derived name: %v", argv, err)
+			}
+			return
+		}
 		if c.Kind != "npx" && c.Kind != "uvx" {
 			t.Fatalf("%q: kind %q", argv, c.Kind)
 		}

@@ -42,7 +42,11 @@ func installPlanned(ctx context.Context, opts *ProtectOptions, plans []*planFile
 				failures = append(failures, e)
 				continue
 			}
-			k := pc.Kind + "\x00" + pc.Spec
+			if pc.Kind == "exec" {
+				// A local program: nothing to install, it is mounted.
+				continue
+			}
+			k := pc.Kind + "\x00" + pc.Spec + "\x00" + pc.Bin
 			if byKey[k] == nil {
 				byKey[k] = &job{cmd: pc}
 				jobs = append(jobs, byKey[k])
@@ -73,7 +77,7 @@ func installPlanned(ctx context.Context, opts *ProtectOptions, plans []*planFile
 		untrusted.Fprintf(errOut, "mcpcage: installing %s for %s (%d of %d)...\n", j.cmd.Spec, strings.Join(names, ", "), i+1, len(jobs))
 		start := time.Now()
 		res, ierr := install.Ensure(ctx, cli, install.Request{
-			Kind: j.cmd.Kind, Spec: j.cmd.Spec, Stderr: errOut, Labels: cage.Self().Labels(),
+			Kind: j.cmd.Kind, Spec: j.cmd.Spec, Bin: j.cmd.Bin, Stderr: errOut, Labels: cage.Self().Labels(),
 		})
 		if ierr != nil {
 			if ctx.Err() != nil {

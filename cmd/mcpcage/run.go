@@ -144,8 +144,9 @@ type runPlan struct {
 	// sockets are the socket folders of the host (cage.SocketDirs) to mask
 	// wherever a mount shows them: those no --mount names.
 	sockets []string
-	notes   []string // warnings for stderr, one line each
-	workDir string   // the client's working directory when the cage shows it, else ""
+	notes   []string       // warnings for stderr, one line each
+	workDir string         // the client's working directory when the cage shows it, else ""
+	prog    launch.Program // for a local program: what runs
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -177,6 +178,13 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 	userHome, _ := home.User()
 	cwd, _ := os.Getwd()
 	p.cmd.Args, _ = launch.ExpandArgs(p.cmd.Args, userHome, cwd)
+	if p.cmd.Kind == "exec" {
+		prog, err := launch.FindProgram(p.cmd.Program, userHome, cwd)
+		if err != nil {
+			return nil, usageErr(withHint(err, "mcpcage runs compiled programs (static or linked against glibc), npx and uvx packages, and images (--image)"))
+		}
+		p.prog = prog
+	}
 	var envPaths []string
 	var err error
 	if p.memory, err = units.RAMInBytes(opts.Memory); err != nil || p.memory < 16<<20 {
@@ -482,9 +490,24 @@ func setUpCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Cage, l
 		spec.ImageName = p.cmd.Image
 		spec.Cmd = p.cmd.Args
 		l = launch.Launch{Kind: "image", Image: p.cmd.Image, ImageDigest: info.ID, Argv: p.cmd.Args}
+	case "exec":
+		// The base image for its C library and nothing of the user's but
+		// the program itself, read-only at its own path (never copied: an
+		// update of the program is what runs next, and its digest shows in
+		// pins and audit).
+		ref, id, err := install.ImageFor(ctx, cli, "npx")
+		if err != nil {
+			return fail(withHint(err, "build the cage images with `make images` in mcpcage's source, or pull the official ones"))
+		}
+		spec.Image, spec.ImageName = id, ref
+		spec.Entrypoint = []string{p.prog.Path}
+		spec.Cmd = p.cmd.Args
+		spec.WorkingDir = cage.HomeInContainer
+		spec.Mounts = append([]cage.Mount{{Source: p.prog.Path, Target: p.prog.Path}}, spec.Mounts...)
+		l = launch.Launch{Kind: "exec", Package: p.prog.Path, Version: p.prog.Digest, Image: ref, ImageDigest: id, Argv: p.cmd.Args}
 	default:
 		res, err := install.Ensure(ctx, cli, install.Request{
-			Kind: p.cmd.Kind, Spec: p.cmd.Spec, Update: opts.Update, AllowScripts: opts.AllowScripts,
+			Kind: p.cmd.Kind, Spec: p.cmd.Spec, Bin: p.cmd.Bin, Update: opts.Update, AllowScripts: opts.AllowScripts,
 			Stderr: opts.IO.ErrOut, Labels: cage.Self().Labels(),
 		})
 		if err != nil {

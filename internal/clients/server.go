@@ -198,7 +198,21 @@ func (s Server) Cageable() (bool, string) {
 		if f := strings.Fields(s.Command); len(f) > 1 && commandKind(f[0], nil) != KindCommand {
 			return false, "the command and its arguments are one string; write the command alone and the arguments in args, then run --fix again"
 		}
-		return false, "mcpcage cages servers started with npx or uvx; leave this one or start it with npx/uvx"
+		if s.Problem != "" {
+			return false, s.Problem
+		}
+		if launch.IsInterpreter(s.Command) {
+			return false, fmt.Sprintf("%q runs a script with your interpreter, libraries and files, which a cage does not have: leave it, or start the server from its npm or PyPI package (npx, uvx), its image, or a compiled program", s.Command)
+		}
+		// A compiled program runs caged in the base image, itself mounted
+		// read-only: the same check `mcpcage run` makes.
+		userHome, _ := os.UserHomeDir()
+		if _, err := launch.FindProgram(s.Command, userHome, ""); err != nil {
+			return false, err.Error()
+		}
+		if len(s.Args) == 0 {
+			return false, "it has no arguments, and --fix only rewrites entries whose args are not empty: cage it by hand, command mcpcage, args [\"run\", \"--\", \"" + s.Command + "\"]"
+		}
 	}
 	if s.Problem != "" {
 		return false, s.Problem

@@ -97,6 +97,7 @@ const MountPoint = "/srv/pkg"
 type Request struct {
 	Kind         string    // "npx" or "uvx"
 	Spec         string    // the package as typed: "pkg", "pkg@1.2.3", "@scope/pkg@latest", "pkg==1.0" (uvx)
+	Bin          string    // the package's command to run (`npx -p PKG CMD`, `uvx --from PKG CMD`); "" for its own
 	Update       bool      // resolve and install anew even if cached
 	AllowScripts bool      // explicit opt-in to run install scripts (npm; still inside the install container)
 	Stderr       io.Writer // progress and warnings (Skipped install scripts named here); nil discards
@@ -230,7 +231,7 @@ func ensure(ctx context.Context, cli client.APIClient, req Request) (*Result, er
 	}
 	if version != "" && !req.Update {
 		if m, dir, err := readEntry(root, sp.Kind, id, version, imageID); err == nil {
-			return result(m, dir, false), nil
+			return withBin(result(m, dir, false), req.Bin)
 		}
 	}
 
@@ -245,7 +246,7 @@ func ensure(ctx context.Context, cli client.APIClient, req Request) (*Result, er
 	if err := writeJSONAtomic(resolvedPath, Resolved{Kind: sp.Kind, Package: id, Version: m.Version, Requested: requested}); err != nil {
 		return nil, fmt.Errorf("cannot record the installed version: %v", err)
 	}
-	return result(m, dir, true), nil
+	return withBin(result(m, dir, true), req.Bin)
 }
 
 func result(m *Meta, dir string, installed bool) *Result {
@@ -356,6 +357,11 @@ func installEntry(ctx context.Context, cli client.APIClient, root string, sp lau
 		"MCPCAGE_MOUNT=" + MountPoint,
 		"MCPCAGE_NAME=" + sp.Name,
 		"MCPCAGE_REQUIREMENT=" + sp.Requirement(version),
+	}
+	if req.Bin != "" {
+		// The command is then chosen on the host (withBin): a package with
+		// several commands, or none of its own name, installs all the same.
+		env = append(env, "MCPCAGE_BIN=1")
 	}
 	env = append(env, caEnv...)
 	var cmd []string

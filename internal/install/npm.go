@@ -55,9 +55,13 @@ out.version = String(pk.version || '');
 let bins = pk.bin;
 const short = name.replace(/^@[^/]+\//, '');
 if (typeof bins === 'string') bins = {[short]: bins};
-if (!bins || typeof bins !== 'object' || !Object.keys(bins).length) fail('no-command', 'it declares no command ("bin") to run');
+// With MCPCAGE_BIN the command line names the command (npx -p PKG CMD):
+// the host picks it from node_modules/.bin, so a package without a command
+// of its own installs too.
+const noCommand = (kind, detail) => { if (process.env.MCPCAGE_BIN) { out.command = []; if (process.env.MCPCAGE_SCAN_SCRIPTS === '1') walk(nm); say(); process.exit(0); } fail(kind, detail); };
+if (!bins || typeof bins !== 'object' || !Object.keys(bins).length) noCommand('no-command', 'it declares no command ("bin") to run');
 let keys = Object.keys(bins), key = keys.length === 1 ? keys[0] : (bins[short] ? short : null);
-if (!key) fail('several-commands', 'it declares several commands: ' + keys.join(', '));
+if (!key) noCommand('several-commands', 'it declares several commands: ' + keys.join(', '));
 const file = path.join(dir, String(bins[key]));
 if (!file.startsWith(dir + '/')) fail('no-command', 'its command points outside the package');
 let head = '';

@@ -138,6 +138,11 @@ try:
 except Exception:
     fail('failed', name, 'installed, but its metadata cannot be read')
 scripts = info['scripts']
+pick = scripts[0] if len(scripts) == 1 else next((s for s in scripts if norm(s) == name), None)
+if pick is None and os.environ.get('MCPCAGE_BIN'):
+    # uvx --from PKG CMD: the host picks CMD from the venv's bin folder, so
+    # a package without a single command of its own installs too.
+    say({'name': name, 'version': info['version'], 'command': [], 'skipped': []})
 if not scripts:
     fail('no-command', name, 'it declares no command (console_scripts entry point) to run')
 pick = scripts[0] if len(scripts) == 1 else next((s for s in scripts if norm(s) == name), None)

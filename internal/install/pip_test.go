@@ -183,3 +183,35 @@ func TestUVXIndexWithCredentials(t *testing.T) {
 		t.Errorf("progress does not show the redacted index: %s", log.String())
 	}
 }
+
+// uvx --from PKG CMD: a package with several commands, none of its own name,
+// installs, and the named one runs.
+func TestUVXFromNamedCommand(t *testing.T) {
+	isolate(t)
+	cli := dockerClient(t)
+	ix := installtest.StartIndex(t, bridgeAddr(t, cli))
+	f, b := installtest.Wheel(t, "mcpcage-two-commands", "1.0.0", map[string]string{"demo_mcp/__init__.py": demoServerPy},
+		map[string]string{"two-serve": "demo_mcp:main", "two-admin": "demo_mcp:main"})
+	ix.Add("mcpcage-two-commands", f, b)
+	usePyPIIndex(t, ix)
+	ctx := context.Background()
+	var log bytes.Buffer
+	if _, err := Ensure(ctx, cli, Request{Kind: "uvx", Spec: "mcpcage-two-commands", Stderr: &log}); err == nil || !strings.Contains(err.Error(), "several commands") {
+		t.Fatalf("without a command named: %v", err)
+	}
+	res, err := Ensure(ctx, cli, Request{Kind: "uvx", Spec: "mcpcage-two-commands", Bin: "two-serve", Stderr: &log})
+	if err != nil {
+		t.Fatalf("install: %v\n%s", err, log.String())
+	}
+	if want := []string{MountPoint + "/venv/bin/two-serve"}; !slices.Equal(res.Command, want) {
+		t.Fatalf("command %q, want %q", res.Command, want)
+	}
+	if tools := listTools(t, cli, res); !slices.Equal(tools, []string{"add"}) {
+		t.Fatalf("tools %q", tools)
+	}
+	// From the cache now; a command it does not have is named with those it has.
+	_, err = Ensure(ctx, cli, Request{Kind: "uvx", Spec: "mcpcage-two-commands", Bin: "nope", Stderr: &log})
+	if err == nil || !strings.Contains(err.Error(), `has no command "nope"; it has: `) || !strings.Contains(err.Error(), "two-admin, two-serve") {
+		t.Fatalf("unknown command: %v", err)
+	}
+}

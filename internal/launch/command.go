@@ -11,11 +11,16 @@ import (
 // Command is a server's command line as a client config writes it, understood
 // well enough to cage it: which launcher, which package, which arguments.
 type Command struct {
-	Kind    string   // "npx", "uvx" or "image"
+	Kind    string   // "npx", "uvx", "image" or "exec" (a local program)
 	Spec    string   // the package as typed, version included ("pkg@1.2.3", "pkg==1.0")
 	Package string   // the package name without version
 	Version string   // the version as typed, "" when none was given
 	Image   string   // for "image": the image reference
+	// Bin is the command to run from the package when the command line names
+	// it (`npx -p PKG CMD`, `uvx --from PKG CMD`); "" for the package's own.
+	Bin string
+	// Program is, for "exec", the local program as written (see FindProgram).
+	Program string
 	Args    []string // the server's own arguments
 }
 
@@ -36,10 +41,12 @@ func refuse(hint, format string, args ...any) error {
 
 const hintOther = "mcpcage cages servers started with npx or uvx; a server that ships as a Docker image runs with `mcpcage run --image IMAGE -- ARGS`"
 
-// ParseCommand reads a server command line: `npx [-y] PKG ARGS...` or
-// `uvx PKG ARGS...`. Anything else is refused with a *UsageError that says
-// why: mcpcage only builds cages for packages it installs itself, because a
-// local script or binary would need the user's files and toolchain.
+// ParseCommand reads a server command line: `npx [-y] PKG ARGS...`,
+// `npx -p PKG CMD ARGS...`, `uvx PKG ARGS...`, `uvx --from PKG CMD ARGS...`,
+// or a local program (Kind "exec": `/usr/local/bin/some-mcp-server ARGS`,
+// checked by FindProgram when it runs). Script interpreters (`python
+// server.py`, `node index.js`) and anything else are refused with a
+// *UsageError that says why: a script needs the user's files and toolchain.
 func ParseCommand(argv []string) (Command, error) {
 	if len(argv) == 0 {
 		return Command{}, refuse("write the server's command after `--`, e.g. `mcpcage run -- npx -y @modelcontextprotocol/server-everything`", "no server command given")
@@ -54,7 +61,17 @@ func ParseCommand(argv []string) (Command, error) {
 	case "uv":
 		return Command{}, refuse("write the same server as `uvx PACKAGE ARGS`", "\"uv\" is not supported: only npx and uvx commands can be caged")
 	}
-	return Command{}, refuse(hintOther, "%q cannot be caged: mcpcage installs the server's package itself, so a local program or script is refused", argv[0])
+	if IsInterpreter(argv[0]) {
+		return Command{}, refuse(hintOther+"; a compiled program runs caged as `mcpcage run -- /path/to/program ARGS`",
+			"%q cannot be caged: it runs a script with your interpreter, libraries and files, which the cage does not have", argv[0])
+	}
+	switch launcherName(argv[0]) {
+	case "docker", "podman", "":
+		return Command{}, refuse(hintOther, "%q cannot be caged: mcpcage runs images itself (--image)", argv[0])
+	}
+	// A local program: whether it is one the cage can run (an ELF for this
+	// machine, static or glibc) is FindProgram's to say, on the host.
+	return Command{Kind: "exec", Program: argv[0], Package: launcherName(argv[0]), Args: clone(argv[1:])}, nil
 }
 
 // launcherName is the program's base name, so /usr/local/bin/npx and
@@ -70,6 +87,7 @@ func launcherName(p string) string {
 
 func parseNpx(args []string) (Command, error) {
 	i := 0
+	from := "" // -p/--package: the package, and args[i] is then its command
 	for ; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -79,27 +97,50 @@ func parseNpx(args []string) (Command, error) {
 		if !strings.HasPrefix(a, "-") {
 			break
 		}
-		switch a {
-		case "-y", "--yes", "-q", "--quiet", "--silent", "--no-install=false":
+		switch {
+		case a == "-y" || a == "--yes" || a == "--yes=true" || a == "-q" || a == "--quiet" || a == "--silent" || a == "--no-install=false":
 			continue
-		case "-p", "--package", "-c", "--call":
-			return Command{}, refuse("write `npx -y PACKAGE ARGS`, with the package that provides the server first", "npx %s is not supported by mcpcage run", a)
-		}
-		if strings.HasPrefix(a, "--package=") {
-			return Command{}, refuse("write `npx -y PACKAGE ARGS`, with the package that provides the server first", "npx --package is not supported by mcpcage run")
+		case a == "-p" || a == "--package" || strings.HasPrefix(a, "--package="):
+			if from != "" {
+				return Command{}, refuse("give one -p PACKAGE: mcpcage installs one package per server", "npx: more than one --package")
+			}
+			if v, ok := strings.CutPrefix(a, "--package="); ok {
+				from = v
+			} else if i+1 < len(args) {
+				i++
+				from = args[i]
+			}
+			if from == "" {
+				return Command{}, refuse("write `npx -p PACKAGE COMMAND ARGS`", "npx %s: no package given", a)
+			}
+			continue
+		case a == "-c" || a == "--call":
+			return Command{}, refuse("write `npx -y PACKAGE ARGS` or `npx -p PACKAGE COMMAND ARGS`", "npx %s runs a shell command, which mcpcage cannot cage", a)
 		}
 		return Command{}, refuse("remove the option or write `npx -y PACKAGE ARGS`", "npx option %q is not supported by mcpcage run", a)
 	}
 	if i >= len(args) {
+		if from != "" {
+			return Command{}, refuse("write `npx -p PACKAGE COMMAND ARGS`", "npx -p %s: no command given", from)
+		}
 		return Command{}, refuse("write `npx -y PACKAGE ARGS`", "npx: no package given")
 	}
-	spec := args[i]
+	spec, bin := args[i], ""
+	if from != "" {
+		spec, bin = from, args[i]
+		if !binName.MatchString(bin) {
+			return Command{}, refuse("write `npx -p PACKAGE COMMAND ARGS`, COMMAND one of the package's commands", "npx -p %s: %q is not a command name", from, bin)
+		}
+	}
 	name, version, err := splitNpmSpec(spec)
 	if err != nil {
 		return Command{}, err
 	}
-	return Command{Kind: "npx", Spec: spec, Package: name, Version: version, Args: clone(args[i+1:])}, nil
+	return Command{Kind: "npx", Spec: spec, Package: name, Version: version, Bin: bin, Args: clone(args[i+1:])}, nil
 }
+
+// binName is a command a package installs (a file name in its bin folder).
+var binName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
 
 const hintRegistry = "only packages from the registry can be caged: give its name, optionally with a version (`pkg@1.2.3`)"
 
@@ -123,6 +164,7 @@ func splitNpmSpec(spec string) (name, version string, err error) {
 
 func parseUvx(args []string) (Command, error) {
 	i := 0
+	from := "" // --from: the package, and args[i] is then its command
 	for ; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -132,23 +174,46 @@ func parseUvx(args []string) (Command, error) {
 		if !strings.HasPrefix(a, "-") {
 			break
 		}
-		switch a {
-		case "-q", "--quiet", "--no-progress":
+		switch {
+		case a == "-q" || a == "--quiet" || a == "--no-progress":
 			continue
-		case "--from", "--with", "--python", "-p", "--index-url", "--extra-index-url", "--index":
-			return Command{}, refuse("write `uvx PACKAGE ARGS`; registry settings come from your uv/pip configuration", "uvx %s is not supported by mcpcage run", a)
+		case a == "--from" || strings.HasPrefix(a, "--from="):
+			if from != "" {
+				return Command{}, refuse("give one --from PACKAGE", "uvx: more than one --from")
+			}
+			if v, ok := strings.CutPrefix(a, "--from="); ok {
+				from = v
+			} else if i+1 < len(args) {
+				i++
+				from = args[i]
+			}
+			if from == "" {
+				return Command{}, refuse("write `uvx --from PACKAGE COMMAND ARGS`", "uvx --from: no package given")
+			}
+			continue
+		case a == "--with" || a == "--python" || a == "-p" || a == "--index-url" || a == "--extra-index-url" || a == "--index":
+			return Command{}, refuse("write `uvx PACKAGE ARGS` or `uvx --from PACKAGE COMMAND ARGS`; registry settings come from your uv/pip configuration", "uvx %s is not supported by mcpcage run", a)
 		}
 		return Command{}, refuse("remove the option or write `uvx PACKAGE ARGS`", "uvx option %q is not supported by mcpcage run", a)
 	}
 	if i >= len(args) {
+		if from != "" {
+			return Command{}, refuse("write `uvx --from PACKAGE COMMAND ARGS`", "uvx --from %s: no command given", from)
+		}
 		return Command{}, refuse("write `uvx PACKAGE ARGS`", "uvx: no package given")
 	}
-	spec := args[i]
+	spec, bin := args[i], ""
+	if from != "" {
+		spec, bin = from, args[i]
+		if !binName.MatchString(bin) {
+			return Command{}, refuse("write `uvx --from PACKAGE COMMAND ARGS`, COMMAND one of the package's commands", "uvx --from %s: %q is not a command name", from, bin)
+		}
+	}
 	name, version, err := splitPypiSpec(spec)
 	if err != nil {
 		return Command{}, err
 	}
-	return Command{Kind: "uvx", Spec: spec, Package: name, Version: version, Args: clone(args[i+1:])}, nil
+	return Command{Kind: "uvx", Spec: spec, Package: name, Version: version, Bin: bin, Args: clone(args[i+1:])}, nil
 }
 
 // splitPypiSpec splits "name[extras][==version]" or "name@version".
