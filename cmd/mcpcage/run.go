@@ -73,8 +73,13 @@ Prefix the command your client runs:
   mcpcage run uvx mcp-server-time
   mcpcage run --image ghcr.io/example/server:1 -- --stdio
 
-Existing absolute paths among the server's arguments are mounted read-only at
-the same path; --mount adds others. Environment variables reach the server only
+npx -p PKG CMD and uvx --from PKG CMD run the package's command CMD; a
+compiled local program (static or glibc-linked) runs in the base image with
+the binary mounted read-only; scripts run by an interpreter are refused.
+
+Existing absolute paths among the server's arguments (and "~/x", ".", "../x",
+read against your home and the directory mcpcage was started in) are
+mounted read-only at the same path; --mount adds others. Environment variables reach the server only
 when named with --env (the value is taken from mcpcage's own environment).
 
 Exit status: the server's own status when it ends the session by itself; 0
