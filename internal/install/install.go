@@ -422,7 +422,7 @@ func installEntry(ctx context.Context, cli client.APIClient, root string, sp lau
 		}
 		return nil, "", err
 	}
-	rep, perr := ParseReport(out)
+	rep, perr := parseReport(out, req.Bin != "")
 	if perr != nil || code != 0 {
 		showTail(stderr, errOut)
 		if perr == nil {

@@ -50,7 +50,12 @@ const (
 )
 
 // ParseReport finds the last report line in out and validates it.
-func ParseReport(out []byte) (*Report, error) {
+func ParseReport(out []byte) (*Report, error) { return parseReport(out, false) }
+
+// parseReport is ParseReport; noCommand accepts a report without a command,
+// for a package installed for a command the command line names (npx -p,
+// uvx --from), which withBin then finds in the entry.
+func parseReport(out []byte, noCommand bool) (*Report, error) {
 	var line []byte
 	for _, l := range bytes.Split(out, []byte("\n")) {
 		if bytes.HasPrefix(l, []byte(reportMarker)) {
@@ -82,7 +87,7 @@ func ParseReport(out []byte) (*Report, error) {
 	if !reportVersion.MatchString(r.Version) {
 		return nil, fmt.Errorf("the installed package reports an invalid version %q", clean(r.Version, 64))
 	}
-	if len(r.Command) == 0 || len(r.Command) > maxCommandArgs {
+	if (len(r.Command) == 0 && !noCommand) || len(r.Command) > maxCommandArgs {
 		return nil, errors.New("the install container's report has no usable command")
 	}
 	for i, a := range r.Command {
