@@ -220,6 +220,11 @@ func contextLines(f *pin.File) []string {
 	}
 	var approved []string
 	if f.Approved != nil {
+		// One client context, and the pending list seen in it: nothing
+		// to tell apart.
+		if _, ok := f.Approved.Contexts[*f.Pending.SeenWith]; ok && len(f.Approved.Contexts) == 1 {
+			return nil
+		}
 		for c := range f.Approved.Contexts {
 			approved = append(approved, untrusted.Line(c))
 		}

@@ -642,7 +642,7 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 			f.Pending = &Snapshot{}
 		}
 		f.Pending.Set(k, pendingItems)
-		if k == Tools && len(f.Approved.Contexts) > 0 && ctx != "" {
+		if k == Tools && f.Approved != nil && len(f.Approved.Contexts) > 0 && ctx != "" {
 			f.Pending.Contexts = copyContexts(f.Approved.Contexts)
 			recordContext(f.Pending, ctx, items)
 			seen := ctx
