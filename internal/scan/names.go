@@ -111,7 +111,8 @@ func (k *knownTools) lookalike(f string) string {
 		return ""
 	}
 	for _, n := range k.names {
-		if n == f || n+"s" == f || f+"s" == n || n+"es" == f || f+"es" == n {
+		// One edit changes the length by one at most; a plural is not one.
+		if d := len(f) - len(n); d < -1 || d > 1 || pluralOf(f, n) || pluralOf(n, f) {
 			continue
 		}
 		if oneEdit(f, n) {
@@ -120,6 +121,9 @@ func (k *knownTools) lookalike(f string) string {
 	}
 	return ""
 }
+
+// pluralOf reports whether a is b with an s added.
+func pluralOf(a, b string) bool { return len(a) == len(b)+1 && a[len(b)] == 's' && a[:len(b)] == b }
 
 // lookAlikeChars are the pairs of characters a reader takes for each other
 // in a name. Only these count as a changed letter: any letter changed gives
