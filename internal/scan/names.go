@@ -69,10 +69,22 @@ func (k *knownTools) add(entries []knownServer) error {
 // ("read_file", "read-file", "readFile", "READ.FILE") and look-alike letters
 // of other scripts do not matter.
 func foldName(name string) string {
-	var nt normText
-	normalize(name, &nt, false)
-	b := make([]byte, 0, len(nt.lower))
-	for _, c := range nt.lower {
+	src := []byte(name)
+	for i := 0; i < len(name); i++ {
+		if name[i] >= 0x80 {
+			// Other scripts and compatibility forms: read as the phrase
+			// rules read them. Most names are plain ASCII and skip this.
+			var nt normText
+			normalize(name, &nt, false)
+			src = nt.lower
+			break
+		}
+	}
+	b := make([]byte, 0, len(src))
+	for _, c := range src {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
 		switch {
 		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
 			b = append(b, c)
