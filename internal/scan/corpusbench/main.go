@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/mcpcage/mcpcage/internal/scan"
+	"github.com/mcpcage/mcpcage/internal/secrets"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
@@ -220,6 +221,37 @@ func run(w io.Writer, dir string, verbose bool) error {
 		fmt.Fprintf(w, "  %-26s %9d %7d\n", id, rules[id][0], rules[id][1])
 	}
 
+	// The argument check of a session on the examples of the benign tools:
+	// each tool's schema examples, defaults and enum values, as the
+	// arguments a model would pass.
+	calls, hits := 0, 0
+	for _, r := range ben {
+		args := exampleArguments(r.Tool)
+		if args == nil {
+			continue
+		}
+		calls++
+		if fs := secrets.Arguments(args, nil); len(fs) > 0 {
+			hits++
+			if verbose {
+				fmt.Fprintf(w, "  secret in example arguments of %s: %s at %s\n", r.ID, fs[0].Kind, fs[0].Path)
+			}
+		}
+	}
+	fmt.Fprintf(w, "\nargument check on the benign tools' example arguments: %d of %d tools with a secret found\n", hits, calls)
+	// And on each whole definition passed as an argument: real prose about
+	// tokens, keys and their prefixes, as a model might pass it on.
+	whole := 0
+	for _, r := range ben {
+		if fs := secrets.Arguments(r.Tool, nil); len(fs) > 0 {
+			whole++
+			if verbose {
+				fmt.Fprintf(w, "  secret in the definition of %s: %s at %s\n", r.ID, fs[0].Kind, fs[0].Path)
+			}
+		}
+	}
+	fmt.Fprintf(w, "argument check on the benign tools' whole definitions as arguments: %d of %d with a secret found\n", whole, len(ben))
+
 	if verbose {
 		fmt.Fprintf(w, "\ncore_poisoning records not flagged at medium or high:\n")
 		for _, r := range mal {
@@ -236,6 +268,39 @@ func run(w io.Writer, dir string, verbose bool) error {
 		}
 	}
 	return nil
+}
+
+// exampleArguments builds an arguments object from a tool's schema: per
+// property its examples, default or enum values (all of them, as an
+// array); nil when the schema gives none.
+func exampleArguments(tool json.RawMessage) json.RawMessage {
+	var t struct {
+		InputSchema struct {
+			Properties map[string]struct {
+				Examples []json.RawMessage `json:"examples"`
+				Default  json.RawMessage   `json:"default"`
+				Enum     []json.RawMessage `json:"enum"`
+			} `json:"properties"`
+		} `json:"inputSchema"`
+	}
+	if json.Unmarshal(tool, &t) != nil {
+		return nil
+	}
+	args := map[string][]json.RawMessage{}
+	for name, p := range t.InputSchema.Properties {
+		vs := append(append([]json.RawMessage(nil), p.Examples...), p.Enum...)
+		if len(p.Default) > 0 {
+			vs = append(vs, p.Default)
+		}
+		if len(vs) > 0 {
+			args[name] = vs
+		}
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(args)
+	return b
 }
 
 func prefixed(p string, xs []string) []string {
