@@ -204,9 +204,6 @@ func Verify(opts VerifyOptions) (*Report, error) {
 		default:
 			r.Anchor = anchor
 			if p := w.against(anchor, "the anchor "+opts.Anchor, RolledBack, last); p != nil {
-				if p.Kind == Truncated {
-					p.Kind = RolledBack
-				}
 				r.Problem = p
 				return r, nil
 			}
