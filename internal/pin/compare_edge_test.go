@@ -172,3 +172,17 @@ func TestCanonicalDepthLimit(t *testing.T) {
 		}
 	}
 }
+
+func TestCanonicalSaysWhatIsWrong(t *testing.T) {
+	for in, want := range map[string]string{
+		"":       "no value",
+		"   ":    "no value",
+		`{"a":}`: "invalid character",
+		`[1,}`:   "invalid character",
+	} {
+		_, err := Canonical(jsontext.Value(in))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Canonical(%q): %v, want %q", in, err, want)
+		}
+	}
+}
