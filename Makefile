@@ -4,8 +4,11 @@
 #   make demo     the main job end to end: a real npm server caged, pinned, a change caught, the log verified
 #   make test     everything CI runs: vet, staticcheck, actionlint, unit, integration (real Docker),
 #                 scripts, the race detector, short fuzzing
-#   make build    the binary, in ./bin/mcpcage
-#   make images   the cage images, built locally (no registry needed)
+#   make build    the binary, in ./bin/mcpcage (its version stamped in)
+#   make install  the binary, in $(PREFIX)/bin (default /usr/local/bin)
+#   make npm      the npm package, dist/mcpcage-VERSION.tgz (binaries for 6 platforms)
+#   make release  release archives, the npm package and dist/SHA256SUMS
+#   make images   the cage images, built locally (no registry needed): mcpcage images build
 #   make fuzz     longer fuzzing of every target in fuzz/
 #   make fuzz-weekly  every fuzz target for FUZZWEEKLY inputs (20000x), as the weekly workflow does
 #   make lint     staticcheck and actionlint (pinned versions, fetched through the module proxy)
@@ -20,6 +23,9 @@ FUZZTIME  ?= 5s
 LONGFUZZ  ?= 2m
 BENCHTIME ?= 1s
 CORPUS    ?= ../shared/corpus
+VERSION   ?= $(shell ./scripts/dist.sh version)
+PREFIX    ?= /usr/local
+LDFLAGS   := -X main.version=$(VERSION)
 FUZZWEEKLY ?= 20000x
 
 # Tools, pinned by version and run with `go run pkg@version`: the module proxy
@@ -34,19 +40,34 @@ GREMLINS    ?= github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
 RACE_PKGS := $(wildcard internal/proxy internal/audit internal/cage internal/guard)
 MODULE    := github.com/mcpcage/mcpcage
 
-.PHONY: setup demo build images test unit race fuzz-short fuzz fuzz-weekly bench bench-scan compat vet lint staticcheck actionlint mutation
+.PHONY: setup demo build install npm release images test unit race fuzz-short fuzz fuzz-weekly bench bench-scan compat vet lint staticcheck actionlint mutation
 
 setup:
 	./.ci/setup
 
 build:
-	$(GO) build -o bin/mcpcage ./cmd/mcpcage
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/mcpcage ./cmd/mcpcage
 
-demo: setup build
+install:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/mcpcage.static ./cmd/mcpcage
+	install -D -m 0755 bin/mcpcage.static $(DESTDIR)$(PREFIX)/bin/mcpcage
+	@echo "installed $(DESTDIR)$(PREFIX)/bin/mcpcage ($$($(DESTDIR)$(PREFIX)/bin/mcpcage --version))"
+
+npm:
+	VERSION=$(VERSION) ./scripts/dist.sh npm
+
+release:
+	VERSION=$(VERSION) ./scripts/dist.sh release
+
+# The demo runs an npm server only: it needs the Node.js image, not Python's.
+demo: build
+	./.ci/setup node
 	./examples/demo.sh
 
-images:
-	./images/build.sh
+# The recipe built into the binary (images/build.sh), as a user without a
+# checkout runs it: mcpcage images build.
+images: build
+	./bin/mcpcage images build
 
 vet:
 	$(GO) vet ./...

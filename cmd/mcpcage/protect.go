@@ -38,7 +38,9 @@ type ProtectOptions struct {
 	Inspect    bool
 	NoInstall  bool   // --fix --no-install: cage without installing first
 	Exe        string // absolute path of mcpcage written into caged entries
-	Now        func() time.Time
+	// AllowTempExe writes Exe even from a temporary or build folder.
+	AllowTempExe bool
+	Now          func() time.Time
 	// BeforeRename runs just before a changed file is renamed into place.
 	// Only tests set it, to change the file at that moment.
 	BeforeRename func(path string)
@@ -106,6 +108,7 @@ without a terminal to ask on and without --yes.`,
 	f := cmd.Flags()
 	f.BoolVar(&opts.Fix, "fix", false, "cage the servers started with npx or uvx (asks first)")
 	f.BoolVar(&opts.Yes, "yes", false, "with --fix: do not ask for confirmation (for scripts)")
+	f.BoolVar(&opts.AllowTempExe, "allow-temp-exe", os.Getenv("MCPCAGE_ALLOW_TEMP_EXE") == "1", "with --fix: write this mcpcage's path even when it is in a temporary or build folder ($MCPCAGE_ALLOW_TEMP_EXE=1)")
 	f.BoolVar(&opts.NoInstall, "no-install", false, "with --fix: do not install the packages now (each first start installs its own)")
 	f.BoolVar(&opts.JSON, "json", false, "print the report as JSON")
 	f.BoolVar(&opts.Inspect, "inspect", false, "also start each cageable server in the cage and show its tools, pin status and scanner findings")
@@ -587,14 +590,38 @@ func apply(opts *ProtectOptions, plans []*planFile, ledger *clients.Ledger, cage
 	return written, entries, failed
 }
 
+// transientExe says why exe is a poor path to write into client configs (a
+// temporary folder, a build folder), or "".
+func transientExe(exe string) string {
+	slash := filepath.ToSlash(exe)
+	if strings.Contains(slash, "/go-build") {
+		return "a temporary build (go run)"
+	}
+	for _, d := range []string{os.TempDir(), "/tmp", "/var/tmp"} {
+		if d = filepath.Clean(d); d != "" && strings.HasPrefix(exe, d+string(filepath.Separator)) {
+			return "in a temporary folder (" + d + ")"
+		}
+	}
+	// A checkout's bin/ or dist/: a go.mod beside the folder the binary is in.
+	dir := filepath.Dir(exe)
+	if base := filepath.Base(dir); base == "bin" || base == "dist" || base == "build" {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "go.mod")); err == nil {
+			return "in a source checkout's build folder (" + dir + ")"
+		}
+	}
+	return ""
+}
+
 func fixRun(opts *ProtectOptions, reports []*fileReport, ledger *clients.Ledger) error {
 	if opts.Exe == "" || !filepath.IsAbs(opts.Exe) {
 		return errors.New("cannot find the absolute path of the mcpcage program")
 	}
-	// `go run` builds into a temporary directory that is gone afterwards:
-	// clients would be left pointing at nothing.
-	if strings.Contains(filepath.ToSlash(opts.Exe), "/go-build") {
-		return withHint(fmt.Errorf("this mcpcage (%s) is a temporary build", opts.Exe), "install mcpcage (npm install -g mcpcage, or go install), then run its protect --fix")
+	// `go run` builds into a temporary directory that is gone afterwards,
+	// and a checkout's bin/ changes at the next build: clients would be left
+	// pointing at nothing, or at whatever was built last.
+	if why := transientExe(opts.Exe); why != "" && !opts.AllowTempExe {
+		return &ExitError{Code: exitUsage, Err: withHint(fmt.Errorf("this mcpcage (%s) is %s: every client config would point at it", opts.Exe, why),
+			"install mcpcage (npm install -g mcpcage, or make install) and run the installed one's protect --fix; --allow-temp-exe writes this path anyway")}
 	}
 	var errs fileErrors
 	wrap := fixWrap(opts)

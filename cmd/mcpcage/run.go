@@ -511,15 +511,21 @@ func setUpCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Cage, l
 		spec.Mounts = append([]cage.Mount{{Source: p.prog.Path, Target: p.prog.Path}}, spec.Mounts...)
 		l = launch.Launch{Kind: "exec", Package: p.prog.Path, Version: p.prog.Digest, Image: ref, ImageDigest: id, Argv: p.cmd.Args}
 	default:
-		res, err := install.Ensure(ctx, cli, install.Request{
+		req := install.Request{
 			Kind: p.cmd.Kind, Spec: p.cmd.Spec, Bin: p.cmd.Bin, Update: opts.Update, AllowScripts: opts.AllowScripts,
 			Stderr: opts.IO.ErrOut, Labels: cage.Self().Labels(),
-		})
-		if err != nil {
-			var ie *install.ImageError
-			if errors.As(err, &ie) {
-				return fail(withHint(err, "build the cage images with `make images` in mcpcage's source, or pull the official ones"))
+		}
+		res, err := install.Ensure(ctx, cli, req)
+		var ie *install.ImageError
+		if errors.As(err, &ie) {
+			// First use: get the image, saying how, then install.
+			if gerr := firstUseImage(ctx, cli, opts.IO.ErrOut, p.cmd.Kind); gerr != nil {
+				return fail(withHint(fmt.Errorf("%v; no cage image could be pulled or built", gerr),
+					"run `sudo mcpcage images build %s` where Debian's archive and npm are reachable, or docker pull %s", imageArg(p.cmd.Kind), ie.Tried[0]))
 			}
+			res, err = install.Ensure(ctx, cli, req)
+		}
+		if err != nil {
 			return fail(err)
 		}
 		spec.Image = res.ImageID

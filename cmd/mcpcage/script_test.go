@@ -28,6 +28,9 @@ func TestScripts(t *testing.T) {
 			env.Setenv("MCPCAGE_HOME", env.WorkDir+"/.mcpcage")
 			env.Setenv("HOME", env.WorkDir+"/home")
 			env.Setenv("NO_COLOR", "1")
+			// The test's mcpcage lives in a temporary folder, which protect
+			// --fix refuses to write into configs unless told.
+			env.Setenv("MCPCAGE_ALLOW_TEMP_EXE", "1")
 			for _, k := range []string{"DOCKER_HOST", "MCPCAGE_IMAGE_NODE", "MCPCAGE_IMAGE_PYTHON", "PATH", "GOCACHE", "GOMODCACHE", "GOFLAGS", "GOPROXY",
 				// The registry as the install phase reaches it (a CA bundle, a mirror).
 				"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "PIP_CERT", "NPM_CONFIG_REGISTRY", "npm_config_registry"} {

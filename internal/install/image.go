@@ -74,13 +74,27 @@ func ImageFor(ctx context.Context, cli client.APIClient, kind string) (ref, id s
 	return "", "", fmt.Errorf("unknown package kind %q: want npx or uvx", kind)
 }
 
+// Candidates returns the images looked for, in order, for a kind of package
+// (npx, uvx), and the variable that named the only one ("" for the default
+// order).
+func Candidates(kind string) ([]string, string) {
+	if kind == "uvx" {
+		return candidates(EnvPythonImage, OfficialPython, LocalPython)
+	}
+	return candidates(EnvNodeImage, OfficialNode, LocalNode)
+}
+
+func candidates(env, official, local string) ([]string, string) {
+	if v := strings.TrimSpace(os.Getenv(env)); v != "" {
+		return []string{v}, env
+	}
+	return []string{official, local}, ""
+}
+
 // resolveImage: the override when set (and then only it), else the official
 // image when pulled, else the locally built one.
 func resolveImage(ctx context.Context, cli client.APIClient, env, official, local string) (string, string, error) {
-	candidates, named := []string{official, local}, ""
-	if v := strings.TrimSpace(os.Getenv(env)); v != "" {
-		candidates, named = []string{v}, env
-	}
+	candidates, named := candidates(env, official, local)
 	for _, ref := range candidates {
 		ins, err := cli.ImageInspect(ctx, ref)
 		if errdefs.IsNotFound(err) {
