@@ -86,7 +86,7 @@ func installPlanned(ctx context.Context, opts *ProtectOptions, plans []*planFile
 			reason := "its package could not be installed: " + ierr.Error()
 			var ie *install.ImageError
 			if errors.As(ierr, &ie) {
-				reason += " (build the cage images with `make images` in mcpcage's source)"
+				reason += " (build the cage images with `sudo mcpcage images build`)"
 			}
 			untrusted.Fprintf(errOut, "mcpcage: cannot install %s: %v\n", j.cmd.Spec, ierr)
 			for _, e := range j.entries {

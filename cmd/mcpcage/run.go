@@ -502,7 +502,7 @@ func setUpCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Cage, l
 		// pins and audit).
 		ref, id, err := install.ImageFor(ctx, cli, "npx")
 		if err != nil {
-			return fail(withHint(err, "build the cage images with `make images` in mcpcage's source, or pull the official ones"))
+			return fail(withHint(err, "run `sudo mcpcage images build node`, or pull the official image"))
 		}
 		spec.Image, spec.ImageName = id, ref
 		spec.Entrypoint = []string{p.prog.Path}
@@ -552,7 +552,7 @@ func setUpCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Cage, l
 	if err != nil {
 		var im *cage.ImageMissingError
 		if errors.As(err, &im) {
-			return fail(withHint(err, "docker pull %s (or `make images`), then try again", im.Image))
+			return fail(withHint(err, "docker pull %s (or `sudo mcpcage images build`), then try again", im.Image))
 		}
 		return fail(err)
 	}

@@ -38,7 +38,7 @@ func (e *ImageError) Error() string {
 	if e.Env != "" {
 		return fmt.Sprintf("image %s (from %s) not found: docker pull %s, or unset %s", e.Tried[0], e.Env, e.Tried[0], e.Env)
 	}
-	return fmt.Sprintf("image %s not found: run `make images` (or docker pull %s)", e.Tried[len(e.Tried)-1], e.Tried[0])
+	return fmt.Sprintf("image %s not found: run `sudo mcpcage images build` (or docker pull %s)", e.Tried[len(e.Tried)-1], e.Tried[0])
 }
 
 // NodeImage returns the image npx servers install and run on, as it would be
