@@ -126,5 +126,15 @@ func FuzzDeriveName(f *testing.F) {
 		if err := launch.ValidName(n); err != nil {
 			t.Fatalf("DeriveName(%q, %q, %q) = %q: %v", kind, pkg, img, n, err)
 		}
+		// Injective: a server of another identity, however close, gets
+		// another name (the scope dropped, a '/' or '_' moved, another kind).
+		for _, o := range [][3]string{
+			{"npx", strings.ReplaceAll(pkg, "/", "-"), ""}, {"npx", strings.ReplaceAll(pkg, "-", "/"), ""},
+			{"npx", strings.TrimPrefix(pkg, "@"), ""}, {"uvx", pkg, ""}, {"image", "", pkg}, {"image", "", img + "x"},
+		} {
+			if launch.Identity(o[0], o[1], o[2]) != launch.Identity(kind, pkg, img) && launch.DeriveName(o[0], o[1], o[2]) == n {
+				t.Fatalf("%q %q %q and %q share the name %q", kind, pkg, img, o, n)
+			}
+		}
 	})
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -227,7 +228,7 @@ func TestRunNpmServers(t *testing.T) {
 		if isErr || !strings.Contains(out, "cage-test-entity") || !strings.Contains(out, "kept across sessions") {
 			t.Errorf("the second session does not see the first one's store: %q (error %v)\nstderr:\n%s", out, isErr, stderr2.String())
 		}
-		if _, err := os.Stat(filepath.Join(dir, "mcpcage", "servers", "modelcontextprotocol-server-memory", "home", "memory.jsonl")); err != nil {
+		if _, err := os.Stat(filepath.Join(dir, "mcpcage", "servers", "modelcontextprotocol__server-memory", "home", "memory.jsonl")); err != nil {
 			t.Errorf("the store is not in the server's private HOME: %v", err)
 		}
 	})
@@ -648,5 +649,72 @@ func TestRunSocketFolders(t *testing.T) {
 	}
 	if out := probe(cs2, "unix", filepath.Join(agentDir, "agent.42")); !strings.Contains(out, `"escaped":false`) {
 		t.Errorf("ESCAPE: the agent's socket answered: %s", out)
+	}
+}
+
+// TestRunIdentity: two images of different publishers that share a last
+// name get different default names (pins, HOME); under one --name, the
+// second is drift: locked until approved, and even then it gets a HOME of
+// its own, without the token the first left.
+func TestRunIdentity(t *testing.T) {
+	cli := probeEngine(t)
+	ctx := context.Background()
+	imgA, imgB := "mcpcage-test-redteam-a/notes:latest", "mcpcage-test-redteam-b/notes:latest"
+	for _, tag := range []string{imgA, imgB} {
+		if err := cli.ImageTag(ctx, cagetest.ProbeImage, tag); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cli.ImageRemove(context.Background(), tag, image.RemoveOptions{}) })
+	}
+	dir := stateDir(t)
+	probe := func(cs *mcp.ClientSession, check, target string) (string, bool) {
+		return call(t, cs, "probe", map[string]any{"check": check, "target": target})
+	}
+	token := cage.HomeInContainer + "/token"
+
+	cs, stderr := caged(t, dir, nil, "--image", imgA)
+	if out, _ := probe(cs, "write", token); !strings.Contains(out, `"escaped":true`) {
+		t.Fatalf("a could not write its HOME: %s\n%s", out, stderr.String())
+	}
+	cs.Close()
+	cs, stderr = caged(t, dir, nil, "--image", imgB)
+	if out, _ := probe(cs, "read", token); !strings.Contains(out, `"escaped":false`) {
+		t.Errorf("b read the token a left in its HOME: %s\n%s", out, stderr.String())
+	}
+	cs.Close()
+	pins, _ := filepath.Glob(filepath.Join(dir, "mcpcage", "pins", "*.json"))
+	if len(pins) != 2 {
+		t.Errorf("want one pin file for each image, got %q", pins)
+	}
+
+	cs, stderr = caged(t, dir, nil, "--name", "notes", "--image", imgA)
+	if out, _ := probe(cs, "write", token); !strings.Contains(out, `"escaped":true`) {
+		t.Fatalf("a could not write its HOME: %s\n%s", out, stderr.String())
+	}
+	cs.Close()
+	cs, stderr = caged(t, dir, nil, "--name", "notes", "--image", imgB)
+	lctx, cancel := context.WithTimeout(ctx, time.Minute)
+	_, err := cs.ListTools(lctx, nil)
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), `"notes" now runs the image docker.io/mcpcage-test-redteam-b/notes, not the image docker.io/mcpcage-test-redteam-a/notes`) {
+		t.Errorf("another image under the name notes should lock the session: %v\n%s", err, stderr.String())
+	}
+	if out, isErr := probe(cs, "read", token); !isErr || !strings.Contains(out, "mcpcage blocked the call") {
+		t.Errorf("a call reached the other image before approval: %s", out)
+	}
+	cs.Close()
+	diff := exec.Command("mcpcage", "diff", "notes")
+	diff.Env = testEnv(dir)
+	if out, _ := diff.CombinedOutput(); !strings.Contains(string(out), "launch changed") || !strings.Contains(string(out), "mcpcage-test-redteam-b/notes") {
+		t.Errorf("diff should show the other image:\n%s", out)
+	}
+	approve := exec.Command("mcpcage", "approve", "notes", "--yes")
+	approve.Env = testEnv(dir)
+	if out, err := approve.CombinedOutput(); err != nil {
+		t.Fatalf("approve: %v\n%s", err, out)
+	}
+	cs, stderr = caged(t, dir, nil, "--name", "notes", "--image", imgB)
+	if out, isErr := probe(cs, "read", token); isErr || !strings.Contains(out, `"escaped":false`) || !strings.Contains(out, "no such file") {
+		t.Errorf("approved, b should run in a HOME of its own: %s\n%s", out, stderr.String())
 	}
 }

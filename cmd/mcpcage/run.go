@@ -540,7 +540,13 @@ func setUpCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Cage, l
 	if p.workDir != "" {
 		spec.WorkingDir = p.workDir
 	}
-	homeDir, err := home.Sub("servers", p.name, "home")
+	// A HOME made before identities were recorded belongs to the launch
+	// its pins approved.
+	var legacyOwner string
+	if f, err := pinStore(p.stateDir).Load(p.name); err == nil && f.Approved != nil && f.Approved.Launch.Kind != "" {
+		legacyOwner = f.Approved.Launch.Identity()
+	}
+	homeDir, err := home.ServerHome(p.name, l.Identity(), legacyOwner)
 	if err != nil {
 		return fail(err)
 	}

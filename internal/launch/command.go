@@ -1,11 +1,15 @@
 package launch
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/distribution/reference"
 )
 
 // Command is a server's command line as a client config writes it, understood
@@ -258,63 +262,87 @@ func ValidName(name string) error {
 }
 
 // DeriveName gives a server its default name from how it is launched, so the
-// same server gets the same pins, audit entries and private HOME every time:
+// same server gets the same pins, audit entries and private HOME every time,
+// and two different servers never get the same one. The name spells out the
+// whole identity (Identity: registry, namespace and name) in the letters a
+// name may hold, so it is injective:
 //
-//	npx  @scope/pkg@1.2   -> scope-pkg   (scope kept: @stripe/mcp is not @other/mcp)
-//	npx  pkg              -> pkg
-//	uvx  My_Pkg==1.0      -> my-pkg      (PEP 503 normalised)
-//	image ghcr.io/o/srv:1 -> srv         (last path element, no tag or digest)
+//	npx  tavily-mcp@0.2          -> tavily-mcp
+//	npx  @stripe/mcp@1.2         -> stripe__mcp          ('/' is "__")
+//	npx  @a/b-c, @a-b/c, a-b-c   -> a__b-c, a-b__c, a-b-c
+//	uvx  My_Pkg==1.0             -> my-pkg_pypi          (PEP 503 normalised)
+//	image ghcr.io/o/srv:1        -> ghcr.io__o__srv_image (tag and digest dropped)
+//	image redteam-a/notes        -> redteam-a__notes_image
+//	/usr/local/bin/gh-mcp        -> gh-mcp_local          (a local program, by base name)
 //
-// kind is "npx", "uvx" or "image"; pkg is the package name without version;
-// img the image reference. The result always passes ValidName.
+// Any other character is "_" and two hex digits ("_5f" for '_'). A name
+// that would be longer than 63 keeps a prefix and ends in "_h" and 16 hex
+// digits of SHA-256 over the identity. No encoding produces "_p", "_i", "_l"
+// or "_h" but these markers, so names of different kinds, and shortened and
+// whole names, cannot meet. The result always passes ValidName.
 func DeriveName(kind, pkg, img string) string {
-	var n string
+	id := Identity(kind, pkg, img)
+	readable := strings.TrimPrefix(id, kind+":")
+	var marker string
+	whole := true
 	switch kind {
 	case "npx":
-		n = strings.ReplaceAll(strings.TrimPrefix(pkg, "@"), "/", "-")
+		// A scope is '@' and a '/'; a name with only one of them is not
+		// npm's, and must not meet the name it looks like.
+		whole = strings.HasPrefix(readable, "@") == strings.Contains(readable, "/")
+		readable = strings.TrimPrefix(readable, "@")
 	case "uvx":
-		n = strings.ToLower(pkg)
-		n = strings.NewReplacer("_", "-", ".", "-").Replace(n)
-		for strings.Contains(n, "--") {
-			n = strings.ReplaceAll(n, "--", "-")
-		}
+		marker = "_pypi"
+	case "exec":
+		// A local program, by its base name: the user's own, not a
+		// publisher's.
+		marker = "_local"
 	case "image":
-		n = img
-		if k := strings.Index(n, "@"); k >= 0 {
-			n = n[:k]
-		}
-		if strings.HasPrefix(n, "sha256:") {
-			n = "image-" + strings.TrimPrefix(n, "sha256:")
-			if len(n) > 18 {
-				n = n[:18]
-			}
-		} else {
-			if k := strings.LastIndex(n, "/"); k >= 0 {
-				n = n[k+1:]
-			}
-			if k := strings.Index(n, ":"); k >= 0 {
-				n = n[:k]
-			}
+		marker = "_image"
+		if r, err := reference.ParseNormalizedNamed(readable); err == nil && !strings.HasPrefix(readable, "sha256:") {
+			readable = reference.FamiliarName(r)
 		}
 	default:
-		n = pkg
+		whole = false // no kind of its own to mark it with
 	}
-	return sanitizeName(n)
+	toks := nameTokens(readable)
+	n := strings.Join(toks, "") + marker
+	if whole && n != "" && len(n) <= 63 && isAlnum(n[0]) {
+		return n
+	}
+	sum := sha256.Sum256([]byte(id))
+	suffix := "_h" + hex.EncodeToString(sum[:8])
+	var b strings.Builder
+	for _, t := range toks {
+		if b.Len()+len(t)+len(suffix) > 63 {
+			break
+		}
+		b.WriteString(t)
+	}
+	prefix := b.String()
+	if prefix == "" || !isAlnum(prefix[0]) {
+		prefix = "server"
+	}
+	return prefix + suffix
 }
 
-func sanitizeName(n string) string {
-	b := []byte(n)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			b[i] = '-'
+// nameTokens encodes s for a server name, one token per character of s:
+// itself for [a-z0-9.-], "__" for '/', "_" and two hex digits for any other
+// byte.
+func nameTokens(s string) []string {
+	toks := make([]string, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '-':
+			toks = append(toks, string(c))
+		case c == '/':
+			toks = append(toks, "__")
+		default:
+			toks = append(toks, fmt.Sprintf("_%02x", c))
 		}
 	}
-	n = strings.TrimLeft(string(b), "._-")
-	if len(n) > 63 {
-		n = strings.TrimRight(n[:63], "._-")
-	}
-	if n == "" {
-		return "server"
-	}
-	return n
+	return toks
 }
+
+func isAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }

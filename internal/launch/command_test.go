@@ -1,6 +1,8 @@
 package launch
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"reflect"
 	"strings"
@@ -15,10 +17,10 @@ func TestParseCommand(t *testing.T) {
 	}{
 		{[]string{"npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp/a", "/tmp/b"},
 			Command{Kind: "npx", Spec: "@modelcontextprotocol/server-filesystem", Package: "@modelcontextprotocol/server-filesystem", Args: []string{"/tmp/a", "/tmp/b"}},
-			"modelcontextprotocol-server-filesystem"},
+			"modelcontextprotocol__server-filesystem"},
 		{[]string{"/usr/local/bin/npx", "--yes", "@stripe/mcp@0.3.3", "--tools=all"},
 			Command{Kind: "npx", Spec: "@stripe/mcp@0.3.3", Package: "@stripe/mcp", Version: "0.3.3", Args: []string{"--tools=all"}},
-			"stripe-mcp"},
+			"stripe__mcp"},
 		{[]string{`C:\Program Files\nodejs\npx.cmd`, "-y", "tavily-mcp@latest"},
 			Command{Kind: "npx", Spec: "tavily-mcp@latest", Package: "tavily-mcp", Version: "latest", Args: []string{}},
 			"tavily-mcp"},
@@ -27,28 +29,28 @@ func TestParseCommand(t *testing.T) {
 			"nx-mcp"},
 		{[]string{"uvx", "mcp-server-time", "--local-timezone=UTC"},
 			Command{Kind: "uvx", Spec: "mcp-server-time", Package: "mcp-server-time", Args: []string{"--local-timezone=UTC"}},
-			"mcp-server-time"},
+			"mcp-server-time_pypi"},
 		{[]string{"uvx", "Mcp_Server.Fetch==2025.4.7"},
 			Command{Kind: "uvx", Spec: "Mcp_Server.Fetch==2025.4.7", Package: "Mcp_Server.Fetch", Version: "2025.4.7", Args: []string{}},
-			"mcp-server-fetch"},
+			"mcp-server-fetch_pypi"},
 		{[]string{"npx", "-y", "-p", "@scope/tools@1.2.0", "tools-mcp", "--stdio"},
 			Command{Kind: "npx", Spec: "@scope/tools@1.2.0", Package: "@scope/tools", Version: "1.2.0", Bin: "tools-mcp", Args: []string{"--stdio"}},
-			"scope-tools"},
+			"scope__tools"},
 		{[]string{"npx", "--yes", "--package=pkg", "cmd"},
 			Command{Kind: "npx", Spec: "pkg", Package: "pkg", Bin: "cmd", Args: []string{}},
 			"pkg"},
 		{[]string{"uvx", "--from", "mcp-server-git==2025.1.1", "mcp-server-git", "--repository", "."},
 			Command{Kind: "uvx", Spec: "mcp-server-git==2025.1.1", Package: "mcp-server-git", Version: "2025.1.1", Bin: "mcp-server-git", Args: []string{"--repository", "."}},
-			"mcp-server-git"},
+			"mcp-server-git_pypi"},
 		{[]string{"uvx", "--from=tools[cli]", "tools-serve"},
 			Command{Kind: "uvx", Spec: "tools[cli]", Package: "tools", Bin: "tools-serve", Args: []string{}},
-			"tools"},
+			"tools_pypi"},
 		{[]string{"/usr/local/bin/github-mcp-server", "stdio"},
 			Command{Kind: "exec", Program: "/usr/local/bin/github-mcp-server", Package: "github-mcp-server", Args: []string{"stdio"}},
-			"github-mcp-server"},
+			"github-mcp-server_local"},
 		{[]string{"uvx", "mcp-server-git[cli]@1.0"},
 			Command{Kind: "uvx", Spec: "mcp-server-git[cli]@1.0", Package: "mcp-server-git", Version: "1.0", Args: []string{}},
-			"mcp-server-git"},
+			"mcp-server-git_pypi"},
 	}
 	for _, g := range good {
 		got, err := ParseCommand(g.argv)
@@ -111,16 +113,20 @@ func TestParseCommand(t *testing.T) {
 }
 
 func TestDeriveName(t *testing.T) {
+	long := strings.Repeat("a", 100)
 	for _, c := range []struct{ kind, pkg, img, want string }{
-		{"image", "", "ghcr.io/github/github-mcp-server:v1.2", "github-mcp-server"},
-		{"image", "", "mcp/fetch@sha256:0123", "fetch"},
-		{"image", "", "localhost:5000/srv", "srv"},
-		{"image", "", "sha256:0123456789abcdef0123", "image-0123456789ab"},
-		{"npx", "@a/b", "", "a-b"},
-		{"uvx", "a__b..c", "", "a-b-c"},
-		{"npx", "._-x", "", "x"},
-		{"npx", "", "", "server"},
-		{"npx", strings.Repeat("a", 100), "", strings.Repeat("a", 63)},
+		{"image", "", "ghcr.io/github/github-mcp-server:v1.2", "ghcr.io__github__github-mcp-server_image"},
+		{"image", "", "mcp/fetch@sha256:0123", "mcp__fetch_image"},
+		{"image", "", "docker.io/mcp/fetch:1", "mcp__fetch_image"},
+		{"image", "", "localhost:5000/srv", "localhost_3a5000__srv_image"},
+		{"image", "", "sha256:0123456789abcdef0123", "sha256_3a0123456789abcdef0123_image"},
+		{"npx", "@a/b", "", "a__b"},
+		{"npx", "tavily-mcp", "", "tavily-mcp"},
+		{"npx", "Legacy_Name", "", "server_h" + hashOf("npx", "Legacy_Name")},
+		{"uvx", "a__b..c", "", "a-b-c_pypi"},
+		{"npx", "._-x", "", "server_h" + hashOf("npx", "._-x")},
+		{"npx", "", "", "server_h" + hashOf("npx", "")},
+		{"npx", long, "", strings.Repeat("a", 45) + "_h" + hashOf("npx", long)},
 	} {
 		got := DeriveName(c.kind, c.pkg, c.img)
 		if got != c.want {
@@ -133,6 +139,45 @@ func TestDeriveName(t *testing.T) {
 	for _, bad := range []string{"", "-x", ".", "..", "a/b", "a b", strings.Repeat("x", 64), "é"} {
 		if ValidName(bad) == nil {
 			t.Errorf("ValidName(%q) accepted", bad)
+		}
+	}
+}
+
+func hashOf(kind, id string) string {
+	sum := sha256.Sum256([]byte(kind + ":" + id))
+	return hex.EncodeToString(sum[:8])
+}
+
+// TestDeriveNameInjective: the launches that shared one name (and so one
+// HOME and one approval) before get different names now.
+func TestDeriveNameInjective(t *testing.T) {
+	type launch struct{ kind, pkg, img string }
+	groups := [][]launch{
+		{{"image", "", "redteam-a/notes"}, {"image", "", "redteam-b/notes"}, {"image", "", "notes"}, {"image", "", "ghcr.io/redteam-a/notes"}},
+		{{"npx", "@a/b-c", ""}, {"npx", "@a-b/c", ""}, {"npx", "a-b-c", ""}, {"uvx", "a-b-c", ""}, {"image", "", "a-b-c"}, {"npx", "a__b-c", ""}},
+		{{"npx", "a_b", ""}, {"npx", "a_5fb", ""}, {"npx", "a-b_pypi", ""}, {"uvx", "a-b", ""}},
+		{{"npx", strings.Repeat("x", 70) + "1", ""}, {"npx", strings.Repeat("x", 70) + "2", ""}, {"npx", strings.Repeat("x", 45) + "_h" + hashOf("npx", strings.Repeat("x", 70)+"1"), ""}},
+	}
+	for _, g := range groups {
+		seen := map[string]launch{}
+		for _, l := range g {
+			n := DeriveName(l.kind, l.pkg, l.img)
+			if o, dup := seen[n]; dup {
+				t.Errorf("%v and %v both get the name %q", o, l, n)
+			}
+			seen[n] = l
+			if err := ValidName(n); err != nil {
+				t.Errorf("%v: %q: %v", l, n, err)
+			}
+		}
+	}
+	// The same server, however it is written, keeps its name.
+	for _, same := range [][2]launch{
+		{{"image", "", "notes:1"}, {"image", "", "docker.io/library/notes@sha256:00"}},
+		{{"uvx", "Mcp_Server.Fetch", ""}, {"uvx", "mcp-server-fetch", ""}},
+	} {
+		if a, b := DeriveName(same[0].kind, same[0].pkg, same[0].img), DeriveName(same[1].kind, same[1].pkg, same[1].img); a != b {
+			t.Errorf("%v is %q but %v is %q", same[0], a, same[1], b)
 		}
 	}
 }

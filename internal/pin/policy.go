@@ -575,7 +575,7 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 	var changes []Change
 	var lock, reason string
 	var approved []jsontext.Value
-	var pinned bool
+	var pinned, foreign bool
 	p.mu.Lock()
 	ctx := p.ctx
 	p.mu.Unlock()
@@ -584,11 +584,12 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 		flagged = func(item []byte) bool { return p.cfg.Flagged(k, item, items) }
 	}
 	_, fi, err := p.cfg.Store.update(p.cfg.Name, func(f *File) (bool, error) {
-		changes, lock, reason, approved, pinned = nil, "", "", nil, false
+		changes, lock, reason, approved, pinned, foreign = nil, "", "", nil, false, false
 		now := p.cfg.Now().UTC()
 		// No instructions at all need no approval, even under --strict.
 		noInstructions := k == Instructions && len(items) == 1 && string(items[0]) == `""`
-		if !f.Approved.Has(k) && (!p.cfg.Strict || noInstructions) {
+		foreign = f.Approved != nil && f.Approved.Launch.Kind != "" && f.Approved.Launch.Identity() != p.cfg.Launch.Identity()
+		if !foreign && !f.Approved.Has(k) && (!p.cfg.Strict || noInstructions) {
 			if f.Approved == nil {
 				f.Approved = &Snapshot{Launch: p.cfg.Launch}
 			}
@@ -608,7 +609,7 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 		}
 		approved = f.Approved.List(k)
 		pendingItems := items
-		if k == Tools && f.Approved.Has(k) {
+		if k == Tools && f.Approved.Has(k) && !foreign {
 			fresh, real := explain(f.Approved, ctx, changes, p.cfg.Strict, flagged)
 			if len(real) == 0 {
 				changes = nil
@@ -622,13 +623,20 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 			changes = real
 			pendingItems = withOtherContexts(f.Approved, ctx, items)
 		}
-		if len(changes) == 0 && f.Approved.Has(k) {
+		if len(changes) == 0 && f.Approved.Has(k) && !foreign {
 			return dropSettledPending(f, k), nil
 		}
-		if f.Approved.Has(k) {
+		switch {
+		case foreign:
+			// Another package or image under a name someone approved: the
+			// same tools are no reason to trust another publisher's code.
+			lock = fmt.Sprintf("%q now runs %s, not %s, which is what was approved under this name. Run `mcpcage diff %s`.",
+				p.cfg.Name, describeLaunch(p.cfg.Launch), describeLaunch(f.Approved.Launch), p.cfg.Name)
+			reason = fmt.Sprintf("%q runs %s instead of the approved %s", p.cfg.Name, describeLaunch(p.cfg.Launch), describeLaunch(f.Approved.Launch))
+		case f.Approved.Has(k):
 			lock = p.driftMessage(k, changes, items)
 			reason = fmt.Sprintf("the %s of %q changed since they were approved (rug-pull protection)", definitions(k), p.cfg.Name)
-		} else {
+		default:
 			lock = fmt.Sprintf("%s of %q are not approved yet (--strict). Run `mcpcage diff %s`, then `mcpcage approve %s`.",
 				definitions(k), p.cfg.Name, p.cfg.Name, p.cfg.Name)
 			reason = fmt.Sprintf("the %s of %q are not approved yet (--strict)", definitions(k), p.cfg.Name)
@@ -666,8 +674,9 @@ func (p *Policy) check(k Kind, items []jsontext.Value) error {
 			st.drifted[c.Key] = true
 		}
 	}
-	if lock != "" && len(changes) == 0 {
-		for _, it := range items { // --strict first use: everything is new
+	if lock != "" && (len(changes) == 0 || foreign) {
+		// --strict first use, or another server's code: everything is new.
+		for _, it := range items {
 			if key, err := ItemKey(k, it); err == nil {
 				st.drifted[key] = true
 			}
@@ -784,6 +793,19 @@ func (p *Policy) initialized(m *jsonrpc.Message) proxy.Verdict {
 }
 
 func reply(msg []byte) proxy.Verdict { return proxy.Verdict{Action: proxy.Reply, Message: msg} }
+
+// describeLaunch names what a launch runs, for a lock message.
+func describeLaunch(l launch.Launch) string {
+	switch l.Kind {
+	case "npx":
+		return fmt.Sprintf("the npm package %s", l.Package)
+	case "uvx":
+		return fmt.Sprintf("the PyPI package %s", l.Package)
+	case "image":
+		return fmt.Sprintf("the image %s", launch.ImageRepository(l.Image))
+	}
+	return l.Identity()
+}
 
 func launchEqual(a, b launch.Launch) bool {
 	x, _ := json.Marshal(a, json.Deterministic(true))
