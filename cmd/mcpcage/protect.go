@@ -578,7 +578,11 @@ func apply(opts *ProtectOptions, plans []*planFile, ledger *clients.Ledger, cage
 		untrusted.Fprintf(opts.IO.Out, "wrote %s (backup: %s)\n", tilde(opts.Layout, path), filepath.Base(backup))
 		if ledger != nil {
 			for _, c := range p.changes {
-				ledger.Set(path, c.Before.Where, caged)
+				if caged {
+					ledger.Record(path, c.Before.Where, append([]string{c.Before.Command}, c.Before.Args...))
+				} else {
+					ledger.Set(path, c.Before.Where, false)
+				}
 			}
 		}
 	}

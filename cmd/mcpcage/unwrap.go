@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mcpcage/mcpcage/internal/clients"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
+	"github.com/mcpcage/mcpcage/internal/secrets"
 )
 
 func init() { addCommand(newUnwrapCmd) }
@@ -26,11 +28,14 @@ func newUnwrapCmd(io *IOStreams) *cobra.Command {
 		Use:   "unwrap [--client NAME]... [--yes]",
 		Short: "Restore the original command of every caged server in your clients' configurations",
 		Long: `unwrap puts back the command and args that protect --fix replaced, in every
-client configuration (or only those of --client). It needs nothing but the
-caged entry itself: the original command is what follows "--" in its args,
-so it works without backups, and it leaves alone any other change made to
-the file since. A file that was only caged and unwrapped is byte for byte
-what it was.
+client configuration (or only those of --client). The original command is
+what follows "--" in the caged entry's args, so it works without backups,
+and it leaves alone any other change made to the file since. A file that
+was only caged and unwrapped is byte for byte what it was.
+
+Only entries protect --fix caged on this machine, around the same npx or
+uvx command, are restored; any other caged entry (one planted in a cloned
+repository's .mcp.json, say) is listed and left as it is.
 
 Exit status: 0 when the entries were restored (or none was caged); 1 on an
 error, when the prompt was declined, or when a file changed while mcpcage
@@ -66,11 +71,52 @@ func unwrapRun(opts *UnwrapOptions) error {
 	reports := readFiles(opts.Layout, opts.ProjectDir, only)
 	ledger := openLedger(opts.IO.ErrOut)
 	var errs fileErrors
-	plans := plan(reports, clients.OpUnwrap, "", &errs)
+	// Only what protect --fix wrapped here goes back: an entry it has no
+	// record of, or whose command inside the cage is no longer the one it
+	// wrapped, may have been written by anyone (a cloned repository's
+	// .mcp.json), and "restoring" it would run their command uncaged.
+	why := func(path string, s clients.Server) string {
+		cmd, args, w := s.Restorable()
+		if w != "" {
+			return w
+		}
+		if ledger == nil {
+			return "mcpcage's record of what protect --fix caged cannot be read"
+		}
+		inner, ok := ledger.Wrapped(path, s.Where)
+		if !ok {
+			return "protect --fix did not cage it on this machine (it has no record of it)"
+		}
+		if inner != nil && !slices.Equal(inner, append([]string{cmd}, args...)) {
+			return "the command inside the cage is not the one protect --fix wrapped"
+		}
+		return ""
+	}
+	plans := planEdit(reports, clients.OpUnwrap, func(*fileReport) clients.Wrap { return clients.Wrap{} },
+		func(path string, s clients.Server) bool { return why(path, s) == "" }, &errs)
 	for _, l := range errs.lines {
 		untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: warning: left as it is: %s\n", l)
 	}
 	w := opts.IO.Out
+	left := 0
+	for _, r := range reports {
+		for _, s := range r.Servers {
+			if !s.Caged() {
+				continue
+			}
+			if y := why(r.File.Path, s); y != "" {
+				if left == 0 {
+					fmt.Fprintln(w, "Left as they are:")
+				}
+				left++
+				untrusted.Fprintf(w, "  %s  %s: %s\n", tilde(opts.Layout, r.File.Path), s.Name, y)
+				untrusted.Fprintf(w, "      runs: %s\n", quoteArgs(append([]string{s.Command}, secrets.RedactArgs(s.Args)...)))
+			}
+		}
+	}
+	if left > 0 {
+		fmt.Fprintln(w)
+	}
 	if len(plans) == 0 {
 		fmt.Fprintln(w, "Nothing to unwrap: no caged server found.")
 		return nil

@@ -315,7 +315,8 @@ func editJSON(data []byte, tables [][]string, op Op, w Wrap, only func(Server) b
 			after.Args = append(prefix, append([]string{before.Command}, before.Args...)...)
 			changes = append(changes, Change{Before: before, After: after, idx: i})
 		case OpUnwrap:
-			cmd, args, ok := before.Unwrapped()
+			cmd, args, why := before.Restorable()
+			ok := why == ""
 			if !ok || !e.unwrap() {
 				continue
 			}

@@ -127,6 +127,30 @@ func (s Server) Unwrapped() (command string, args []string, ok bool) {
 	return "", nil, false
 }
 
+// Restorable returns the command line `mcpcage unwrap` may put back for a
+// caged entry, and why not when it may not: only a command mcpcage itself
+// accepts (npx or uvx) after "--", and not under --image (whose arguments
+// are the image's, not a command). Anything else (a shell, a local program)
+// cannot be what protect --fix wrapped: someone else wrote it, perhaps a
+// planted project file, and putting it back would run their choice uncaged.
+// Flags a person added (--mount, --allow-net) do not matter. unwrap also
+// asks the ledger whether --fix wrapped this very command (Ledger.Wrapped).
+func (s Server) Restorable() (command string, args []string, why string) {
+	cmd, args, ok := s.Unwrapped()
+	if !ok {
+		return "", nil, "it is not in the form protect --fix writes (no command after --)"
+	}
+	for _, f := range s.CageFlags() {
+		if f == "--image" || strings.HasPrefix(f, "--image=") {
+			return "", nil, "it runs an image (--image): what follows -- is the image's arguments, not a command protect --fix wrapped"
+		}
+	}
+	if _, err := launch.ParseCommand(append([]string{cmd}, args...)); err != nil {
+		return "", nil, "the command after -- is not one protect --fix cages (only npx and uvx)"
+	}
+	return cmd, args, ""
+}
+
 // CageFlags are mcpcage's own flags in a caged entry (between "run" and "--").
 func (s Server) CageFlags() []string {
 	if !s.Caged() {

@@ -228,7 +228,8 @@ func editTOML(data []byte, op Op, w Wrap, only func(Server) bool) ([]byte, []Cha
 			after.Args = append(prefix, append([]string{before.Command}, before.Args...)...)
 			changes = append(changes, Change{Before: before, After: after, idx: i})
 		case OpUnwrap:
-			cmd, args, ok := before.Unwrapped()
+			cmd, args, why := before.Restorable()
+			ok := why == ""
 			if !ok {
 				continue
 			}

@@ -125,10 +125,13 @@ func writeBackup(real string, data []byte, mode fs.FileMode, now time.Time) (str
 // Ledger remembers which entries mcpcage caged, so that an entry someone
 // changed back can be shown as "uncaged (was caged)". It is a JSON file:
 //
-//	{"caged":[{"file":"/abs/real/path","where":["mcpServers","name"]}, ...]}
+//	{"caged":[{"file":"/abs/real/path","where":["mcpServers","name"],
+//	           "inner":["npx","-y","pkg"]}, ...]}
 //
 // sorted by file, then by where. `protect --fix` adds the entries it cages,
-// `unwrap` removes the ones it restores.
+// with the command line it wrapped ("inner"; absent in ledgers written
+// before it was recorded), and `unwrap` restores only those, and only while
+// the command inside the cage is still that one.
 type Ledger struct {
 	path  string
 	Caged []LedgerEntry `json:"caged"`
@@ -138,6 +141,7 @@ type Ledger struct {
 type LedgerEntry struct {
 	File  string   `json:"file"`
 	Where []string `json:"where"`
+	Inner []string `json:"inner,omitempty"`
 }
 
 // OpenLedger reads the ledger at path; a missing file is an empty ledger.
@@ -172,6 +176,30 @@ func (l *Ledger) Has(file string, where []string) bool {
 		}
 	}
 	return false
+}
+
+// Wrapped returns the command line --fix wrapped in the entry at where in
+// file (nil for an entry recorded before command lines were), and ok=false
+// when --fix did not cage that entry.
+func (l *Ledger) Wrapped(file string, where []string) (inner []string, ok bool) {
+	f, k := realPath(file), key(where)
+	for _, e := range l.Caged {
+		if e.File == f && key(e.Where) == k {
+			return e.Inner, true
+		}
+	}
+	return nil, false
+}
+
+// Record records an entry --fix caged around the command line inner.
+func (l *Ledger) Record(file string, where []string, inner []string) {
+	l.Set(file, where, true)
+	f, k := realPath(file), key(where)
+	for i, e := range l.Caged {
+		if e.File == f && key(e.Where) == k {
+			l.Caged[i].Inner = append([]string(nil), inner...)
+		}
+	}
 }
 
 // Set records (caged) or forgets (not caged) an entry.
