@@ -15,11 +15,11 @@ import (
 // Command is a server's command line as a client config writes it, understood
 // well enough to cage it: which launcher, which package, which arguments.
 type Command struct {
-	Kind    string   // "npx", "uvx", "image" or "exec" (a local program)
-	Spec    string   // the package as typed, version included ("pkg@1.2.3", "pkg==1.0")
-	Package string   // the package name without version
-	Version string   // the version as typed, "" when none was given
-	Image   string   // for "image": the image reference
+	Kind    string // "npx", "uvx", "image" or "exec" (a local program)
+	Spec    string // the package as typed, version included ("pkg@1.2.3", "pkg==1.0")
+	Package string // the package name without version
+	Version string // the version as typed, "" when none was given
+	Image   string // for "image": the image reference
 	// Bin is the command to run from the package when the command line names
 	// it (`npx -p PKG CMD`, `uvx --from PKG CMD`); "" for the package's own.
 	Bin string
@@ -345,4 +345,6 @@ func nameTokens(s string) []string {
 	return toks
 }
 
-func isAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
