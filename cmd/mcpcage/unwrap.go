@@ -33,8 +33,8 @@ what follows "--" in the caged entry's args, so it works without backups,
 and it leaves alone any other change made to the file since. A file that
 was only caged and unwrapped is byte for byte what it was.
 
-Only entries protect --fix caged on this machine, around the same npx or
-uvx command, are restored; any other caged entry (one planted in a cloned
+Only entries protect --fix caged on this machine, around the same
+command, are restored; any other caged entry (one planted in a cloned
 repository's .mcp.json, say) is listed and left as it is.
 
 Exit status: 0 when the entries were restored (or none was caged); 1 on an

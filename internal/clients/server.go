@@ -129,8 +129,9 @@ func (s Server) Unwrapped() (command string, args []string, ok bool) {
 
 // Restorable returns the command line `mcpcage unwrap` may put back for a
 // caged entry, and why not when it may not: only a command mcpcage itself
-// accepts (npx or uvx) after "--", and not under --image (whose arguments
-// are the image's, not a command). Anything else (a shell, a local program)
+// accepts (npx, uvx, a compiled local program) after "--", and not under
+// --image (whose arguments are the image's, not a command). Anything else
+// (a shell, a script)
 // cannot be what protect --fix wrapped: someone else wrote it, perhaps a
 // planted project file, and putting it back would run their choice uncaged.
 // Flags a person added (--mount, --allow-net) do not matter. unwrap also
@@ -146,7 +147,7 @@ func (s Server) Restorable() (command string, args []string, why string) {
 		}
 	}
 	if _, err := launch.ParseCommand(append([]string{cmd}, args...)); err != nil {
-		return "", nil, "the command after -- is not one protect --fix cages (only npx and uvx)"
+		return "", nil, "the command after -- is not one protect --fix cages"
 	}
 	return cmd, args, ""
 }
