@@ -195,7 +195,7 @@ func firstUseImage(ctx context.Context, cli client.APIClient, errOut io.Writer, 
 		pull = ""
 	}
 	if env != "" && pull != "" {
-		build = "" // someone else's image: pull it or fail
+		build = "" // someone else's image (run.go does not get here for one)
 	}
 	if pull != "" {
 		fmt.Fprintf(errOut, "mcpcage: pulling %s (the official image)...\n", pull)

@@ -517,6 +517,11 @@ func setUpCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Cage, l
 		}
 		res, err := install.Ensure(ctx, cli, req)
 		var ie *install.ImageError
+		if errors.As(err, &ie) && ie.Env != "" && !strings.HasPrefix(ie.Tried[0], "mcpcage/") {
+			// Someone else's image, named by the user: nothing is fetched
+			// or built in its place.
+			return fail(withHint(err, "docker pull %s (or docker load it), or name an mcpcage/... tag for mcpcage to build", ie.Tried[0]))
+		}
 		if errors.As(err, &ie) {
 			// First use: get the image, saying how, then install.
 			if gerr := firstUseImage(ctx, cli, opts.IO.ErrOut, p.cmd.Kind); gerr != nil {

@@ -95,7 +95,7 @@ func TestImageResolution(t *testing.T) {
 	}
 
 	e := (&ImageError{Tried: []string{OfficialNode, LocalNode}}).Error()
-	if e != "image mcpcage/node:22 not found: run `make images` (or docker pull node:22-bookworm-slim)" {
+	if e != "image mcpcage/node:22 not found: run `sudo mcpcage images build` (or docker pull node:22-bookworm-slim)" {
 		t.Fatalf("message %q", e)
 	}
 }
