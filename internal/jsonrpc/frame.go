@@ -86,7 +86,7 @@ func (r *Reader) ReadLine() ([]byte, error) {
 		} else {
 			// The dropped "\r" may be the last byte of acc (the buffer ended
 			// between it and the "\n"): the [:n] drops it.
-			line = append(append(append(make([]byte, 0, 0), acc...), frag...)[:n], '\n')
+			line = append(append(append([]byte(nil), acc...), frag...)[:n], '\n')
 		}
 		line[n] = '\n'
 		return line[:n], nil
