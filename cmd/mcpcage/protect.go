@@ -472,12 +472,8 @@ type planFile struct {
 	changes []clients.Change
 }
 
-func plan(reports []*fileReport, op clients.Op, exe string, errOut *fileErrors) []*planFile {
-	return planEdit(reports, op, func(*fileReport) clients.Wrap { return clients.Wrap{Exe: exe} }, nil, errOut)
-}
-
-// planEdit is plan with the wrapping spelled out; only, when not nil, limits
-// the edit to the entries of a file it accepts.
+// planEdit plans the edit of every file, each entry wrapped as wrap says;
+// only, when not nil, limits the edit to the entries of a file it accepts.
 func planEdit(reports []*fileReport, op clients.Op, wrap func(*fileReport) clients.Wrap, only func(path string, s clients.Server) bool, errOut *fileErrors) []*planFile {
 	var out []*planFile
 	for _, r := range reports {
