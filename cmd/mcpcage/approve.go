@@ -51,8 +51,6 @@ Exit status: 0 when approved, 1 when nothing was approved.`,
 	return cmd
 }
 
-func init() { addCommand(newApproveCmd) }
-
 func approveRun(opts *ApproveOptions) error {
 	f, st, err := loadPins(opts.Name)
 	if err != nil {
@@ -88,7 +86,7 @@ func approveRun(opts *ApproveOptions) error {
 		if len(c.Fields) > 0 && c.Fields[0] != "" {
 			line += " (" + untrusted.Line(strings.Join(c.Fields, ", ")) + ")"
 		}
-		if c.New != nil && pinScan != nil {
+		if c.New != nil {
 			if n := scanHigh(c, f); n > 0 {
 				line += fmt.Sprintf(" - %d high-severity", n)
 			}
@@ -136,7 +134,7 @@ func approveRun(opts *ApproveOptions) error {
 
 func scanHigh(c pin.Change, f *pin.File) int {
 	n := 0
-	for _, fd := range pinScan.Item(c.Kind, c.New, f.Pending.List(c.Kind)) {
+	for _, fd := range scanItem(c, f) {
 		if fd.Severity == scan.High {
 			n++
 		}

@@ -19,8 +19,6 @@ import (
 	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
-func init() { addCommand(newAuditCmd) }
-
 func newAuditCmd(io *IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit",
@@ -461,5 +459,13 @@ func auditTailRun(ctx context.Context, opts *AuditTailOptions) error {
 			return nil
 		case <-t.C:
 		}
+	}
+}
+
+// auditEvent records a one-off event of a command that is not a session
+// (an approval). A failure is a warning: the command's own work is done.
+func auditEvent(io *IOStreams, kind string, fields map[string]any) {
+	if err := audit.AppendDefault(kind, fields); err != nil {
+		untrusted.Fprintf(io.ErrOut, "mcpcage: audit: warning: the %s was not recorded in the audit log: %v\n", kind, err)
 	}
 }

@@ -54,7 +54,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/proxy"
 )
 
-func init() {
+func scriptBare() {
 	scriptCommands["mcpcage-bare"] = func() { os.Exit(bareMain(os.Args[1:])) }
 	scriptCommands["fixture-server"] = func() {
 		cfg, err := fixture.ConfigFromEnv()
@@ -74,7 +74,8 @@ func bareMain(args []string) int {
 	io := systemStreams()
 	fs := pflag.NewFlagSet("mcpcage-bare", pflag.ContinueOnError)
 	fs.SetOutput(io.ErrOut)
-	addRunFlags(fs)
+	var g GuardFlags
+	g.add(fs)
 	name := fs.String("name", "", "the server's name")
 	env := fs.StringArray("env", nil, "the --env names of the server (recorded for the argument check)")
 	if err := fs.Parse(args); err != nil {
@@ -94,7 +95,12 @@ func bareMain(args []string) int {
 		fmt.Fprintf(io.ErrOut, "mcpcage: error: %v\n", err)
 		return 1
 	}
-	rc := &RunContext{IO: io, Name: *name, Launch: launch.Launch{Kind: "process", Argv: argv}, Home: dir, Env: *env}
+	cfg, err := g.config(io, *name, launch.Launch{Kind: "process", Argv: argv}, dir)
+	if err != nil {
+		fmt.Fprintf(io.ErrOut, "mcpcage: error: %v\n", err)
+		return 2
+	}
+	cfg.Env = *env
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := proxy.StartProcess(ctx, argv, nil)
@@ -102,7 +108,7 @@ func bareMain(args []string) int {
 		fmt.Fprintf(io.ErrOut, "mcpcage: error: %v\n", err)
 		return 1
 	}
-	code, err := serveSession(ctx, rc, srv, 16<<20)
+	code, err := serveSession(ctx, io, cfg, srv, 16<<20, 0)
 	if err != nil {
 		fmt.Fprintf(io.ErrOut, "mcpcage: error: %v\n", err)
 		if code == 0 {

@@ -30,7 +30,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/cage/cagetest"
 )
 
-func init() {
+func scriptCage() {
 	// Scripts have their own HOME, where Go's default caches would be empty:
 	// give the fixtures that run `go build` (mkprobeimage) the real ones.
 	if strings.HasSuffix(filepath.Base(os.Args[0]), ".test") {
@@ -359,7 +359,7 @@ func (s *cageBuffer) String() string {
 	return s.b.String()
 }
 
-func init() {
+func scriptCage2() {
 	// expectcode N CMD ARGS... runs CMD with the script's stdio and fails
 	// unless it exits with status N (testscript's `! exec` cannot tell 2
 	// from 125).

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpcage/mcpcage/internal/guard"
 	"github.com/mcpcage/mcpcage/internal/launch"
 	"github.com/mcpcage/mcpcage/internal/proxy"
 )
@@ -178,10 +179,9 @@ func newChainPeer(tb testing.TB, way string, size int) *chainPeer {
 		if way == "full" {
 			dir := tb.TempDir()
 			os.Setenv("MCPCAGE_HOME", dir) // read when each policy is built, just below
-			rc := &RunContext{IO: &IOStreams{In: os.Stdin, Out: io.Discard, ErrOut: errOut}, Name: "bench",
-				Launch: launch.Launch{Kind: "process", Argv: []string{"bench-server"}}, Home: dir}
 			var err error
-			if policies, err = runPolicies(rc); err != nil {
+			if policies, err = guard.New(guard.Config{Name: "bench", Stderr: errOut,
+				Launch: launch.Launch{Kind: "process", Argv: []string{"bench-server"}}, Home: dir}); err != nil {
 				tb.Fatal(err)
 			}
 		}

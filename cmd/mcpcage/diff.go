@@ -13,6 +13,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
 
+	"github.com/mcpcage/mcpcage/internal/guard"
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/launch"
 	"github.com/mcpcage/mcpcage/internal/pin"
@@ -21,15 +22,6 @@ import (
 )
 
 // pinScanner is the scanner as diff and approve use it; pin_scan.go sets it.
-// While it is nil, changes are shown without findings.
-type pinScanner interface {
-	// Item scans one item of kind k, given the whole list it belongs to.
-	Item(k pin.Kind, item []byte, list []jsontext.Value) []scan.Finding
-	Format(w io.Writer, indent string, fs []scan.Finding) error
-	Summary(name string, fs []scan.Finding) string
-}
-
-var pinScan pinScanner
 
 // DiffOptions are the inputs of `mcpcage diff`.
 type DiffOptions struct {
@@ -62,15 +54,13 @@ Exit status: 0 when nothing is pending, 1 when changes wait for
 	return cmd
 }
 
-func init() { addCommand(newDiffCmd) }
-
 // loadPins reads the pins of name, with the errors a person can act on.
 func loadPins(name string) (*pin.File, pin.Store, error) {
 	dir, err := home.Dir()
 	if err != nil {
 		return nil, pin.Store{}, err
 	}
-	st := pinStore(dir)
+	st := guard.PinStore(dir)
 	f, err := st.Load(name)
 	if errors.Is(err, pin.ErrNoPins) {
 		return nil, st, withHint(fmt.Errorf("no pins for %q", name),
@@ -182,17 +172,17 @@ func diffText(w io.Writer, color bool, f *pin.File, changes []pin.Change) {
 		case pin.Removed:
 			fmt.Fprintln(w, p.bold("- "+itemLabel(c)+" removed since it was approved"))
 		}
-		if c.New != nil && pinScan != nil {
-			fs := pinScan.Item(c.Kind, c.New, f.Pending.List(c.Kind))
+		if c.New != nil {
+			fs := scanItem(c, f)
 			if len(fs) > 0 {
 				var buf bytes.Buffer
-				_ = pinScan.Format(&buf, "    ", fs)
+				_ = scan.Format(&buf, "    ", fs)
 				out := buf.String()
 				if color {
 					out = strings.ReplaceAll(out, "! HIGH", p.red("! HIGH"))
 				}
 				io.WriteString(w, out)
-				if s := pinScan.Summary(c.Key, fs); s != "" {
+				if s := scan.Summary(c.Key, fs); s != "" {
 					fmt.Fprintf(w, "    %s\n", s)
 				}
 			}
@@ -311,8 +301,8 @@ func diffJSON(w io.Writer, f *pin.File, changes []pin.Change) error {
 		if len(jc.Fields) == 1 && jc.Fields[0] == "" {
 			jc.Fields = nil // instructions: one text, no members
 		}
-		if c.New != nil && pinScan != nil {
-			for _, fd := range pinScan.Item(c.Kind, c.New, f.Pending.List(c.Kind)) {
+		if c.New != nil {
+			for _, fd := range scanItem(c, f) {
 				jc.Findings = append(jc.Findings, diffJSONFinding{Severity: fd.Severity.String(), Finding: fd})
 			}
 		}

@@ -6,7 +6,7 @@ import (
 	"os"
 )
 
-func init() {
+func scriptDockerErrors() {
 	// stale-socket PATH leaves a unix socket at PATH that nobody listens on,
 	// as an engine that stopped leaves its socket behind.
 	scriptCommands["stale-socket"] = func() {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpcage/mcpcage/internal/clients"
+	"github.com/mcpcage/mcpcage/internal/guard"
 )
 
 // buildProgram builds the fixture MCP server as a local program, static or
@@ -108,7 +109,7 @@ func TestProtectFixCommandForms(t *testing.T) {
 	// The program ran where it is, read-only, and its digest is pinned.
 	b, _ := os.ReadFile(glibc)
 	sum := sha256.Sum256(b)
-	f, err := pinStore(filepath.Join(dir, "mcpcage")).Load("glibc")
+	f, err := guard.PinStore(filepath.Join(dir, "mcpcage")).Load("glibc")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 // fixtureImage is the tag mkfixtureimage gives the fixture server's image.
 const fixtureImage = "mcpcage-test/fixture-server:latest"
 
-func init() {
+func scriptPinCage() {
 	// mkfixtureimage builds internal/fixture/fixtureserver as a static binary
 	// and imports it as an image made from scratch, so that pin scripts can
 	// run the same fixture caged by `mcpcage run --image`.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/mcpcage/mcpcage/internal/guard"
 	"github.com/mcpcage/mcpcage/internal/launch"
 	"github.com/mcpcage/mcpcage/internal/pin"
 )
@@ -20,7 +21,7 @@ func pendingStore(t *testing.T) pin.Store {
 	t.Helper()
 	home := t.TempDir()
 	t.Setenv("MCPCAGE_HOME", home)
-	st := pinStore(home)
+	st := guard.PinStore(home)
 	_, err := st.Update("s", func(f *pin.File) (bool, error) {
 		f.Approved = &pin.Snapshot{Launch: launch.Launch{Kind: "npx", Package: "s", Version: "1.0.0"},
 			Tools: []jsontext.Value{jsontext.Value(`{"name":"a","description":"Add."}`)}}

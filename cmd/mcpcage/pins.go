@@ -12,6 +12,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
 
+	"github.com/mcpcage/mcpcage/internal/guard"
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/pin"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
@@ -74,8 +75,6 @@ asks for approval). Asks on a terminal; elsewhere it needs --yes.`,
 	return cmd
 }
 
-func init() { addCommand(newPinsCmd) }
-
 func snapshotCounts(s *pin.Snapshot) string {
 	if s == nil {
 		return "-"
@@ -100,7 +99,7 @@ func pinsListRun(opts *PinsOptions) error {
 	if err != nil {
 		return err
 	}
-	files, errs := pinStore(dir).List()
+	files, errs := guard.PinStore(dir).List()
 	for _, e := range errs {
 		fmt.Fprintf(opts.IO.ErrOut, "mcpcage: warning: %v\n", e)
 	}
@@ -226,7 +225,7 @@ func pinsForgetRun(opts *PinsOptions) error {
 			return &ExitError{Code: 1}
 		}
 	}
-	ok, err := pinStore(dir).Forget(opts.Name)
+	ok, err := guard.PinStore(dir).Forget(opts.Name)
 	if err != nil {
 		return err
 	}

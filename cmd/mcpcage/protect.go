@@ -24,8 +24,6 @@ import (
 	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
-func init() { addCommand(newProtectCmd) }
-
 // ProtectOptions are the inputs of `mcpcage protect`.
 type ProtectOptions struct {
 	IO         *IOStreams

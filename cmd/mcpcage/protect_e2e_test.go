@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpcage/mcpcage/internal/clients"
+	"github.com/mcpcage/mcpcage/internal/guard"
 	"github.com/mcpcage/mcpcage/internal/pin"
 )
 
@@ -172,7 +173,7 @@ func TestProtectFixStartsCaged(t *testing.T) {
 
 	// What was approved no longer matches what the server offers (as after
 	// an update): inspection says a session would lock, and changes nothing.
-	st := pinStore(filepath.Join(dir, "mcpcage"))
+	st := guard.PinStore(filepath.Join(dir, "mcpcage"))
 	for _, name := range []string{"everything", "docs"} {
 		if _, err := st.Update(name, func(f *pin.File) (bool, error) {
 			f.Approved.Tools = append(f.Approved.Tools, jsontext.Value(`{"name":"tool-from-before","description":"gone now","inputSchema":{"type":"object"}}`))

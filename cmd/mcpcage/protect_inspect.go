@@ -15,6 +15,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcpcage/mcpcage/internal/clients"
+	"github.com/mcpcage/mcpcage/internal/guard"
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/pin"
 	"github.com/mcpcage/mcpcage/internal/proxy"
@@ -231,7 +232,7 @@ func pinStatus(name string, current []jsontext.Value) (string, string) {
 	if err != nil {
 		return "error", err.Error()
 	}
-	f, err := pinStore(dir).Load(name)
+	f, err := guard.PinStore(dir).Load(name)
 	if errors.Is(err, pin.ErrNoPins) {
 		return "new", fmt.Sprintf("not pinned yet: the first session will pin these %d tools", len(current))
 	}

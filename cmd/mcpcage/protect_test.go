@@ -4,7 +4,7 @@ import (
 	"os"
 )
 
-func init() {
+func scriptProtect() {
 	// mcpcage-tty behaves as if stdin were a terminal, so scripts can answer
 	// the confirmation prompt.
 	scriptCommands["mcpcage-tty"] = func() {

@@ -14,8 +14,6 @@ import (
 	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
-func init() { addCommand(newPsCmd) }
-
 // PsOptions are `mcpcage ps`'s flags.
 type PsOptions struct {
 	IO   *IOStreams

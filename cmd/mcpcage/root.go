@@ -38,11 +38,13 @@ func systemStreams() *IOStreams {
 	}
 }
 
-// commands holds the constructors of the top-level commands. Each command's
-// file adds itself in an init function, so commands stay independent.
-var commands []func(*IOStreams) *cobra.Command
-
-func addCommand(f func(*IOStreams) *cobra.Command) { commands = append(commands, f) }
+// commands are the constructors of the top-level commands. Each builds a
+// fresh command with its own options, so a root can be built twice in one
+// process (tests do).
+var commands = []func(*IOStreams) *cobra.Command{
+	newRunCmd, newProtectCmd, newUnwrapCmd, newPsCmd, newPinsCmd, newDiffCmd,
+	newApproveCmd, newScanCmd, newAuditCmd, newImagesCmd,
+}
 
 // ExitError ends the program with Code after printing Err (when not nil).
 type ExitError struct {

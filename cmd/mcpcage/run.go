@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path"
@@ -12,7 +11,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -21,16 +19,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpcage/mcpcage/internal/cage"
+	"github.com/mcpcage/mcpcage/internal/guard"
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/install"
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
 	"github.com/mcpcage/mcpcage/internal/launch"
-	"github.com/mcpcage/mcpcage/internal/proxy"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
 	"github.com/mcpcage/mcpcage/known"
 )
-
-func init() { addCommand(newRunCmd) }
 
 // Exit statuses of `mcpcage run` besides the server's own.
 const (
@@ -56,6 +52,7 @@ type RunOptions struct {
 	AllowScripts bool
 	StartTimeout time.Duration
 	Home         string // --home: the state directory, in place of $MCPCAGE_HOME
+	Guard        GuardFlags
 }
 
 func newRunCmd(io *IOStreams) *cobra.Command {
@@ -117,7 +114,7 @@ the server was killed for using too much memory.`,
 	fs.BoolVar(&opts.AllowScripts, "allow-scripts", false, "run the package's install scripts (inside the install container)")
 	fs.DurationVar(&opts.StartTimeout, "start-timeout", 30*time.Second, "how long to wait for the server's first answer before giving up")
 	fs.StringVar(&opts.Home, "home", "", "mcpcage's state `directory` (pins, audit, packages), in place of $MCPCAGE_HOME; protect --fix writes it when yours is not ~/.mcpcage")
-	addRunFlags(fs)
+	opts.Guard.add(fs)
 	return cmd
 }
 
@@ -339,15 +336,6 @@ func signalName(s syscall.Signal) string {
 	return s.String()
 }
 
-func signalNumber(name string) int {
-	for _, s := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
-		if signalName(s) == name {
-			return int(s)
-		}
-	}
-	return 0
-}
-
 // signalContext is cancelled, with a *stopSignal cause, at SIGINT, SIGTERM
 // or SIGHUP.
 func signalContext(parent context.Context) (context.Context, func()) {
@@ -402,8 +390,8 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start the server: %v", err))
 		return err
 	}
-	// Every flag of every extension is checked before Docker is touched.
-	if err := checkRunFlags(); err != nil {
+	// Every flag of the chain is checked before Docker is touched.
+	if _, err := opts.Guard.config(opts.IO, "", launch.Launch{}, ""); err != nil {
 		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start the server: %v", err))
 		return err
 	}
@@ -415,17 +403,22 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start %q: %v", p.name, err))
 		return err
 	}
-	watch := &firstReply{name: p.name, timeout: opts.StartTimeout, allowNet: opts.AllowNet, log: opts.IO.ErrOut}
+	gc, err := opts.Guard.config(opts.IO, p.name, l, p.stateDir)
+	gc.Env = opts.Env
+	if err != nil {
+		_ = c.Stop(ctx)
+		return err
+	}
+	gc.StartTimeout, gc.AllowNet = opts.StartTimeout, opts.AllowNet
 	// The proxy reads a blocking os.Stdin through a non-blocking duplicate,
 	// so a signal ends its read too (proxy.Run).
-	rc := &RunContext{IO: opts.IO, Name: p.name, Launch: l, Home: p.stateDir, Env: opts.Env, Before: []proxy.Policy{watch}, Drain: opts.StartTimeout,
-		Stopped: func() string {
-			if ss := stoppedBy(ctx); ss != nil {
-				return signalName(ss.sig)
-			}
-			return ""
-		}}
-	code, err := serveSession(ctx, rc, signalledCage{Cage: c, ctx: ctx}, p.maxLine)
+	gc.Stopped = func() (string, int) {
+		if ss := stoppedBy(ctx); ss != nil {
+			return signalName(ss.sig), int(ss.sig)
+		}
+		return "", 0
+	}
+	code, err := serveSession(ctx, opts.IO, gc, signalledCage{Cage: c, ctx: ctx}, p.maxLine, opts.StartTimeout)
 	if c.OOMKilled() {
 		return &ExitError{Code: 137, Err: withHint(fmt.Errorf("%q was killed for using more than its memory limit (%s)", p.name, units.BytesSize(float64(p.memory))),
 			"raise the limit with --memory, e.g. --memory 1g")}
@@ -548,7 +541,7 @@ func setUpCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Cage, l
 	// A HOME made before identities were recorded belongs to the launch
 	// its pins approved.
 	var legacyOwner string
-	if f, err := pinStore(p.stateDir).Load(p.name); err == nil && f.Approved != nil && f.Approved.Launch.Kind != "" {
+	if f, err := guard.PinStore(p.stateDir).Load(p.name); err == nil && f.Approved != nil && f.Approved.Launch.Kind != "" {
 		legacyOwner = f.Approved.Launch.Identity()
 	}
 	homeDir, err := home.ServerHome(p.name, l.Identity(), legacyOwner)
@@ -606,101 +599,4 @@ func answerWaitingClient(io *IOStreams, msg string) {
 			return
 		}
 	}
-}
-
-// firstReply answers a client whose server says nothing at all: a server
-// that is a front for a remote service hangs silently without the network
-// (@stripe/mcp). Until the server's first message, each client request that
-// is forwarded gets a timer; when it fires the client gets an error that says
-// what to try, and the late answer, if any, is dropped.
-type firstReply struct {
-	name     string
-	timeout  time.Duration
-	allowNet bool
-	log      io.Writer
-
-	mu       sync.Mutex
-	heard    bool
-	timers   map[string]*time.Timer // by request id Key()
-	timedOut map[string]bool
-}
-
-func (f *firstReply) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event) proxy.Verdict {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	switch ev.Dir {
-	case proxy.ServerToClient:
-		if !f.heard {
-			f.heard = true
-			f.stopAll()
-		}
-		if ev.Msg.Kind == jsonrpc.KindResponse && f.timedOut[ev.Msg.ID.Key()] {
-			return proxy.Verdict{Action: proxy.Drop}
-		}
-	case proxy.ClientToServer:
-		if f.heard || ev.Msg.Kind != jsonrpc.KindRequest {
-			break
-		}
-		if f.timers == nil {
-			f.timers = map[string]*time.Timer{}
-		}
-		id, method := ev.Msg.ID, ev.Msg.Method
-		f.timers[id.Key()] = time.AfterFunc(f.timeout, func() { f.fire(s, id, method) })
-	}
-	return proxy.Verdict{Action: proxy.Forward}
-}
-
-// Observe drops the timer of a request that a later policy answered itself
-// (a locked session): the server was never asked, its silence means nothing.
-func (f *firstReply) Observe(ctx context.Context, s *proxy.Session, ev *proxy.Event, v proxy.Verdict) {
-	if ev.Dir != proxy.ClientToServer || ev.Msg.Kind != jsonrpc.KindRequest || v.Action == proxy.Forward || v.Action == proxy.Replace {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if t := f.timers[ev.Msg.ID.Key()]; t != nil {
-		t.Stop()
-		delete(f.timers, ev.Msg.ID.Key())
-	}
-}
-
-func (f *firstReply) stopAll() {
-	for k, t := range f.timers {
-		t.Stop()
-		delete(f.timers, k)
-	}
-}
-
-func (f *firstReply) fire(s *proxy.Session, id jsonrpc.ID, method string) {
-	f.mu.Lock()
-	if f.heard || f.timers[id.Key()] == nil {
-		f.mu.Unlock()
-		return
-	}
-	delete(f.timers, id.Key())
-	if f.timedOut == nil {
-		f.timedOut = map[string]bool{}
-	}
-	f.timedOut[id.Key()] = true
-	f.mu.Unlock()
-	msg := fmt.Sprintf("mcpcage: %q did not answer %s within %s", f.name, method, f.timeout)
-	hint := ""
-	if !f.allowNet {
-		msg += "; it may need the network (mcpcage run --allow-net)"
-		hint = "mcpcage: hint: servers that front a remote service wait silently without the network: add --allow-net if you trust it with the network"
-	}
-	untrusted.Fprintf(f.log, "%s\n", msg)
-	if hint != "" {
-		untrusted.Fprintf(f.log, "%s\n", hint)
-	}
-	_ = s.SendToClient(jsonrpc.NewErrorResponse(id, jsonrpc.CodeInternalError, msg, nil))
-}
-
-func (f *firstReply) SessionStart(ctx context.Context, s *proxy.Session) {}
-
-func (f *firstReply) SessionEnd(ctx context.Context, s *proxy.Session, exitCode int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.heard = true
-	f.stopAll()
 }

@@ -18,14 +18,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpcage/mcpcage/internal/cage"
+	"github.com/mcpcage/mcpcage/internal/guard"
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/pin"
 	"github.com/mcpcage/mcpcage/internal/proxy"
 	"github.com/mcpcage/mcpcage/internal/scan"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
-
-func init() { addCommand(newScanCmd) }
 
 // Exit statuses of `mcpcage scan`.
 const (
@@ -465,7 +464,7 @@ var cagedTools = sync.OnceValue(func() []json.RawMessage {
 	if err != nil {
 		return nil
 	}
-	files, _ := pinStore(dir).List()
+	files, _ := guard.PinStore(dir).List()
 	var out []json.RawMessage
 	for _, f := range files {
 		if f.Approved == nil {

@@ -8,10 +8,13 @@ import (
 )
 
 // scriptCommands are the programs testscript scripts can exec besides mcpcage
-// itself. Test files add fixtures here from init functions.
+// itself. The test files' script* functions, called from TestMain, add them.
 var scriptCommands = map[string]func(){}
 
 func TestMain(m *testing.M) {
+	for _, add := range []func(){scriptAudit, scriptDockerErrors, scriptAudit2, scriptBare, scriptCage, scriptCage2, scriptPinCage, scriptProtect} {
+		add()
+	}
 	cmds := map[string]func(){"mcpcage": func() { os.Exit(Main()) }}
 	for k, v := range scriptCommands {
 		cmds[k] = v

@@ -15,8 +15,6 @@ import (
 	"github.com/mcpcage/mcpcage/internal/secrets"
 )
 
-func init() { addCommand(newUnwrapCmd) }
-
 // UnwrapOptions are the inputs of `mcpcage unwrap`.
 type UnwrapOptions struct {
 	ProtectOptions

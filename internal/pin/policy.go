@@ -51,10 +51,26 @@ type Config struct {
 	// one, or --strict awaits a first approval; the session is locked).
 	// Fields hold names and counts, never definitions.
 	Event func(kind string, fields map[string]any)
+	// Decided, when set, hears each answer the policy gives in the server's
+	// place that another policy must know about, as a value (the audit log
+	// records blocks and the definitions a call was made against), so that
+	// nobody has to read the policy's reply bytes to learn what it decided.
+	Decided func(Decision)
 	// Limits; zero means the Default values.
 	MaxPages, MaxBytes, MaxItems int
 	WalkTimeout                  time.Duration
 	Now                          func() time.Time
+}
+
+// Decision is one answer the policy gave in the server's place.
+type Decision struct {
+	Method string
+	// Blocked is jsonrpc.CodeBlocked when the request was refused because
+	// of pins (drift, a walk that failed closed); 0 otherwise.
+	Blocked int
+	// Tools are the tool definitions a tools/list answer gave the client,
+	// exactly as sent; nil for anything else.
+	Tools []jsontext.Value
 }
 
 // Filter hides tools from the client: hidden tools vanish from tools/list and
@@ -251,7 +267,7 @@ func (p *Policy) request(s *proxy.Session, m *jsonrpc.Message) proxy.Verdict {
 				// pinned to drift: let it answer for itself.
 				return proxy.Verdict{}
 			}
-			return reply(errorMsg(m.ID, jsonrpc.CodeBlocked, fmt.Sprintf("mcpcage blocked %s: %v", m.Method, err)))
+			return p.block(m, fmt.Sprintf("mcpcage blocked %s: %v", m.Method, err))
 		}
 		return p.gate(m, k, key)
 	}}
@@ -278,9 +294,9 @@ func (p *Policy) gate(m *jsonrpc.Message, k Kind, key string) proxy.Verdict {
 		}
 	case Prompts, Resources:
 		if st.lock != "" && st.drifted[key] {
-			return reply(errorMsg(m.ID, jsonrpc.CodeBlocked, fmt.Sprintf(
+			return p.block(m, fmt.Sprintf(
 				"mcpcage blocked %s: %s %q of %q changed since it was approved (rug-pull protection). Run `mcpcage diff %s`.",
-				m.Method, k.Noun(), key, p.cfg.Name, p.cfg.Name)))
+				m.Method, k.Noun(), key, p.cfg.Name, p.cfg.Name))
 		}
 	}
 	return proxy.Verdict{}
@@ -305,7 +321,7 @@ func (p *Policy) list(ctx context.Context, s *proxy.Session, m *jsonrpc.Message,
 		return reply(errorMsg(m.ID, se.e.Code, se.e.Message))
 	}
 	if err != nil {
-		return reply(errorMsg(m.ID, jsonrpc.CodeBlocked, fmt.Sprintf("mcpcage blocked %s: %v", m.Method, err)))
+		return p.block(m, fmt.Sprintf("mcpcage blocked %s: %v", m.Method, err))
 	}
 	p.mu.Lock()
 	lock := p.state[k].lock
@@ -314,11 +330,11 @@ func (p *Policy) list(ctx context.Context, s *proxy.Session, m *jsonrpc.Message,
 	}
 	p.mu.Unlock()
 	if lock != "" {
-		return reply(errorMsg(m.ID, jsonrpc.CodeBlocked, "mcpcage blocked "+m.Method+": "+lock))
+		return p.block(m, "mcpcage blocked "+m.Method+": "+lock)
 	}
 	var b bytes.Buffer
 	b.WriteString(`{"` + string(k) + `":[`)
-	n := 0
+	var shown []jsontext.Value
 	for _, it := range items {
 		if k == Tools {
 			key, _ := ItemKey(k, it)
@@ -326,13 +342,19 @@ func (p *Policy) list(ctx context.Context, s *proxy.Session, m *jsonrpc.Message,
 				continue
 			}
 		}
-		if n > 0 {
+		if len(shown) > 0 {
 			b.WriteByte(',')
 		}
 		b.Write(it)
-		n++
+		shown = append(shown, it)
 	}
 	b.WriteString(`]}`)
+	if k == Tools {
+		if shown == nil {
+			shown = []jsontext.Value{}
+		}
+		p.decide(Decision{Method: m.Method, Tools: shown})
+	}
 	return reply(resultMsg(m.ID, "", b.Bytes()))
 }
 
@@ -777,6 +799,7 @@ func (p *Policy) initialized(m *jsonrpc.Message) proxy.Verdict {
 	if err := p.check(Instructions, []jsontext.Value{q}); err != nil {
 		// Fail closed: the client gets an error instead of a server whose
 		// instructions could not be checked.
+		p.decide(Decision{Method: "initialize", Blocked: jsonrpc.CodeBlocked})
 		return proxy.Verdict{Action: proxy.Replace, Message: errorMsg(m.ID, jsonrpc.CodeBlocked, "mcpcage blocked initialize: "+err.Error())}
 	}
 	p.mu.Lock()
@@ -805,6 +828,18 @@ func describeLaunch(l launch.Launch) string {
 		return fmt.Sprintf("the image %s", launch.ImageRepository(l.Image))
 	}
 	return l.Identity()
+}
+
+// block refuses a request because of pins, and says so to Decided.
+func (p *Policy) block(m *jsonrpc.Message, text string) proxy.Verdict {
+	p.decide(Decision{Method: m.Method, Blocked: jsonrpc.CodeBlocked})
+	return reply(errorMsg(m.ID, jsonrpc.CodeBlocked, text))
+}
+
+func (p *Policy) decide(d Decision) {
+	if p.cfg.Decided != nil {
+		p.cfg.Decided(d)
+	}
 }
 
 func launchEqual(a, b launch.Launch) bool {

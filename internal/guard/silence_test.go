@@ -1,4 +1,4 @@
-package main
+package guard
 
 import (
 	"context"
@@ -22,8 +22,8 @@ func msg(t *testing.T, s string) *jsonrpc.Message {
 func TestFirstReply(t *testing.T) {
 	ctx := context.Background()
 	sess := &proxy.Session{Name: "quiet"}
-	log := &cageBuffer{}
-	f := &firstReply{name: "quiet", timeout: 30 * time.Millisecond, log: log}
+	log := &lockedBuffer{}
+	f := &silence{name: "quiet", timeout: 30 * time.Millisecond, log: log}
 
 	init := msg(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)
 	if v := f.Inspect(ctx, sess, &proxy.Event{Dir: proxy.ClientToServer, Msg: init}); v.Action != proxy.Forward {
@@ -54,7 +54,7 @@ func TestFirstReply(t *testing.T) {
 	}
 
 	// Once the server has spoken, nothing is timed any more.
-	f2 := &firstReply{name: "talks", timeout: 30 * time.Millisecond, log: log}
+	f2 := &silence{name: "talks", timeout: 30 * time.Millisecond, log: log}
 	f2.Inspect(ctx, sess, &proxy.Event{Dir: proxy.ClientToServer, Msg: init})
 	f2.Inspect(ctx, sess, &proxy.Event{Dir: proxy.ServerToClient, Msg: msg(t, `{"jsonrpc":"2.0","method":"notifications/message","params":{}}`)})
 	f2.Inspect(ctx, sess, &proxy.Event{Dir: proxy.ClientToServer, Msg: blocked})

@@ -1,4 +1,4 @@
-package main
+package guard
 
 import (
 	"context"
@@ -6,31 +6,21 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
 
 	json "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-	"github.com/spf13/pflag"
 
 	"github.com/mcpcage/mcpcage/internal/audit"
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
+	"github.com/mcpcage/mcpcage/internal/launch"
 	"github.com/mcpcage/mcpcage/internal/pin"
 	"github.com/mcpcage/mcpcage/internal/proxy"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
-
-// The audit run flags. Package variables because run extensions register
-// flags before a session exists.
-var (
-	auditAnchorFlag    string
-	auditAnchorCmdFlag string
-)
-
-// auditFindings counts the scanner's findings in a tools/call result; nil
-// records no count. Set where the scanner is wired in.
-var auditFindings func(result []byte) int
 
 // auditDefinitionHash is the "def" of a call record: SHA-256 of the pin
 // canonical form of the tool's definition, so it matches what was pinned.
@@ -43,17 +33,6 @@ func auditDefinitionHash(def []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func init() {
-	addRunExtension(runExtension{
-		Order: 30,
-		Flags: func(fs *pflag.FlagSet) {
-			fs.StringVar(&auditAnchorFlag, "audit-anchor", "", "copy every audit checkpoint to this `file` (on another device); default $"+audit.EnvAnchor)
-			fs.StringVar(&auditAnchorCmdFlag, "audit-anchor-cmd", "", "pipe every audit checkpoint to this shell `command`; default $"+audit.EnvAnchorCommand)
-		},
-		Policy: newAuditPolicy,
-	})
-}
-
 // auditPolicy writes the session's audit records. It never changes a
 // message: Inspect forwards everything, and the records come from Observe,
 // which sees each message's final outcome before it is delivered. A call's
@@ -62,7 +41,12 @@ func init() {
 // error if it failed.
 type auditPolicy struct {
 	log     *audit.Log
-	rc      *RunContext
+	name    string
+	launch  launch.Launch
+	version string
+	stderr  io.Writer
+	tally   *tally // the scanner's findings, by response id
+	stopped func() (string, int)
 	session string
 	start   time.Time
 
@@ -79,6 +63,7 @@ type auditPolicy struct {
 }
 
 type pendingCall struct {
+	id     string // the request id's Key()
 	start  time.Time
 	tool   string
 	args   string
@@ -86,37 +71,45 @@ type pendingCall struct {
 	result []byte // the server's result, before any policy replaced it
 }
 
-func newAuditPolicy(rc *RunContext) (proxy.Policy, error) {
+// SetupError is a chain that could not be built, with what to do about it.
+type SetupError struct {
+	Err  error
+	Hint string
+}
+
+func (e *SetupError) Error() string { return e.Err.Error() }
+func (e *SetupError) Unwrap() error { return e.Err }
+
+func openAudit(cfg Config) (*auditPolicy, error) {
 	opts, err := audit.DefaultOptions()
 	if err != nil {
 		return nil, err
 	}
-	if auditAnchorFlag != "" {
-		opts.Anchor = auditAnchorFlag
+	if cfg.AuditAnchor != "" {
+		opts.Anchor = cfg.AuditAnchor
 	}
-	if auditAnchorCmdFlag != "" {
-		opts.AnchorCommand = auditAnchorCmdFlag
+	if cfg.AuditAnchorCommand != "" {
+		opts.AnchorCommand = cfg.AuditAnchorCommand
 	}
-	errOut := rc.IO.ErrOut
+	errOut := cfg.Stderr
 	opts.Warn = func(err error) { untrusted.Fprintf(errOut, "mcpcage: audit: warning: %v\n", err) }
 	l, err := audit.Open(opts)
 	if err != nil {
-		return nil, withHint(fmt.Errorf("cannot open the audit log: %w", err), "check that %s is writable", opts.Dir)
+		return nil, &SetupError{Err: fmt.Errorf("cannot open the audit log: %w", err), Hint: fmt.Sprintf("check that %s is writable", opts.Dir)}
 	}
 	// Refuse to start on a log whose end cannot be read: records written
 	// after it could not be chained.
 	if _, err := l.Head(); err != nil {
 		l.Close()
-		return nil, withHint(err, "run `mcpcage audit verify` to see what is wrong with the audit log")
+		return nil, &SetupError{Err: err, Hint: "run `mcpcage audit verify` to see what is wrong with the audit log"}
 	}
 	var id [8]byte
 	_, _ = rand.Read(id[:])
-	p := &auditPolicy{
-		log: l, rc: rc, session: hex.EncodeToString(id[:]), start: time.Now(),
+	return &auditPolicy{
+		log: l, stopped: cfg.Stopped, name: cfg.Name, launch: cfg.Launch, version: cfg.Version, stderr: errOut,
+		tally: newTally(), session: hex.EncodeToString(id[:]), start: time.Now(),
 		pending: map[string]pendingCall{}, defs: map[string]string{},
-	}
-	rc.Audit = p.event
-	return p, nil
+	}, nil
 }
 
 // event records another concern's event (pin, drift) in this session.
@@ -143,14 +136,6 @@ func (p *auditPolicy) event(kind string, fields map[string]any) {
 		}
 	}
 	p.append(kind, f)
-}
-
-// auditEvent records a one-off event of a command that is not a session
-// (an approval). A failure is a warning: the command's own work is done.
-func auditEvent(io *IOStreams, kind string, fields map[string]any) {
-	if err := audit.AppendDefault(kind, fields); err != nil {
-		untrusted.Fprintf(io.ErrOut, "mcpcage: audit: warning: the %s was not recorded in the audit log: %v\n", kind, err)
-	}
 }
 
 // Inspect lets everything through while the log can be written. Once a
@@ -186,7 +171,7 @@ func (p *auditPolicy) appendFailed(err error) {
 	p.failed = true
 	p.mu.Unlock()
 	if first {
-		untrusted.Fprintf(p.rc.IO.ErrOut, "mcpcage: audit: error: %v\n", err)
+		untrusted.Fprintf(p.stderr, "mcpcage: audit: error: %v\n", err)
 	}
 }
 
@@ -212,19 +197,19 @@ func (p *auditPolicy) ensureStarted(protocol string) {
 		protocol = p.sess.ProtocolVersion()
 	}
 	p.mu.Unlock()
-	l := p.rc.Launch
+	l := p.launch
 	argv, _ := json.Marshal(l.Argv)
 	launchFields := map[string]any{"kind": l.Kind, "argc": len(l.Argv),
 		// The server's argv may hold tokens: only a keyed fingerprint.
-		"argv_fp": p.log.Fingerprint(p.rc.Name, "(argv)", argv)}
+		"argv_fp": p.log.Fingerprint(p.name, "(argv)", argv)}
 	for k, v := range map[string]string{"package": l.Package, "version": l.Version, "image": l.Image, "image_digest": l.ImageDigest} {
 		if v != "" {
 			launchFields[k] = v
 		}
 	}
 	p.append("session_start", map[string]any{
-		"session": p.session, "server": p.rc.Name, "launch": launchFields,
-		"mcpcage": version, "protocol": protocol, "pid": os.Getpid(),
+		"session": p.session, "server": p.name, "launch": launchFields,
+		"mcpcage": p.version, "protocol": protocol, "pid": os.Getpid(),
 	})
 }
 
@@ -233,16 +218,6 @@ func (p *auditPolicy) Observe(ctx context.Context, s *proxy.Session, ev *proxy.E
 	switch {
 	case ev.Dir == proxy.ClientToServer && m.Kind == jsonrpc.KindRequest && m.Method == "tools/call":
 		p.observeCall(ev, v)
-	case ev.Dir == proxy.ClientToServer && m.Kind == jsonrpc.KindRequest && v.Action == proxy.Reply:
-		// Lists may be answered by the pin policy from what it checked.
-		r, err := jsonrpc.Parse(v.Message)
-		switch {
-		case err != nil:
-		case r.Error != nil && r.Error.Code == jsonrpc.CodeBlocked:
-			p.blocked(m.Method, r.Error.Code)
-		case m.Method == "tools/list" && r.Result != nil:
-			p.learnDefinitions(r.Result)
-		}
 	case ev.Dir == proxy.ServerToClient && m.Kind == jsonrpc.KindResponse:
 		final := m
 		if v.Action == proxy.Replace {
@@ -252,9 +227,11 @@ func (p *auditPolicy) Observe(ctx context.Context, s *proxy.Session, ev *proxy.E
 		}
 		switch ev.Method {
 		case "initialize":
-			p.ensureStarted(protocolOf(final.Result, s))
+			p.ensureStarted(protocolOf(m.Result, s))
 		case "tools/list":
-			p.learnDefinitions(final.Result)
+			if v.Action == proxy.Forward {
+				p.learnDefinitions(m.Result)
+			}
 		case "tools/call":
 			p.mu.Lock()
 			c, ok := p.pending[m.ID.Key()]
@@ -286,9 +263,6 @@ func (p *auditPolicy) Observe(ctx context.Context, s *proxy.Session, ev *proxy.E
 			}
 			return
 		}
-		if v.Action == proxy.Replace && final.Error != nil && final.Error.Code == jsonrpc.CodeBlocked {
-			p.blocked(ev.Method, final.Error.Code)
-		}
 	}
 }
 
@@ -302,7 +276,7 @@ func (p *auditPolicy) ObserveRefusal(ctx context.Context, s *proxy.Session, r pr
 	if r.Dir == proxy.ServerToClient {
 		from = "server"
 	}
-	fields := map[string]any{"session": p.session, "server": p.rc.Name, "from": from,
+	fields := map[string]any{"session": p.session, "server": p.name, "from": from,
 		"reason": clip(r.Reason, 200), "bytes": r.Size, "answered": r.Answer != nil}
 	if r.Method != "" {
 		fields["method"] = clip(r.Method, 256)
@@ -330,8 +304,8 @@ func (p *auditPolicy) observeCall(ev *proxy.Event, v proxy.Verdict) {
 	p.mu.Lock()
 	def := p.defs[params.Name]
 	p.mu.Unlock()
-	c := pendingCall{start: time.Now(), tool: tool, def: def,
-		args: p.log.Fingerprint(p.rc.Name, params.Name, params.Arguments)}
+	c := pendingCall{id: ev.Msg.ID.Key(), start: time.Now(), tool: tool, def: def,
+		args: p.log.Fingerprint(p.name, params.Name, params.Arguments)}
 	switch v.Action {
 	case proxy.Forward, proxy.Replace:
 		p.mu.Lock()
@@ -357,8 +331,22 @@ func (p *auditPolicy) learnDefinitions(result []byte) {
 	if json.Unmarshal(result, &r, json.RejectUnknownMembers(false)) != nil {
 		return
 	}
+	p.learnTools(r.Tools)
+}
+
+// decided hears what the pin policy answered in the server's place.
+func (p *auditPolicy) decided(d pin.Decision) {
+	if d.Blocked != 0 {
+		p.blocked(d.Method, d.Blocked)
+	}
+	if d.Tools != nil {
+		p.learnTools(d.Tools)
+	}
+}
+
+func (p *auditPolicy) learnTools(tools []jsontext.Value) {
 	defs := map[string]string{}
-	for _, t := range r.Tools {
+	for _, t := range tools {
 		var n struct {
 			Name string `json:"name"`
 		}
@@ -384,7 +372,7 @@ func (p *auditPolicy) writeCall(c pendingCall, final *jsonrpc.Message, by string
 func (p *auditPolicy) addCall(c pendingCall, final *jsonrpc.Message, by string) *audit.Pending {
 	p.ensureStarted("")
 	f := map[string]any{
-		"session": p.session, "server": p.rc.Name, "tool": c.tool, "args": c.args,
+		"session": p.session, "server": p.name, "tool": c.tool, "args": c.args,
 		"by": by, "dur_us": time.Since(c.start).Microseconds(),
 	}
 	if c.def != "" {
@@ -408,8 +396,8 @@ func (p *auditPolicy) addCall(c pendingCall, final *jsonrpc.Message, by string) 
 			f["outcome"] = "is_error"
 		}
 	}
-	if auditFindings != nil && c.result != nil {
-		f["findings"] = auditFindings(c.result)
+	if c.result != nil {
+		f["findings"] = p.tally.findings(c.id, c.result)
 	}
 	p.mu.Lock()
 	p.calls++
@@ -421,7 +409,7 @@ func (p *auditPolicy) addCall(c pendingCall, final *jsonrpc.Message, by string) 
 // refused on drift). The error text is not kept: only the method and code.
 func (p *auditPolicy) blocked(method string, code int) {
 	p.ensureStarted("")
-	p.append("blocked", map[string]any{"session": p.session, "server": p.rc.Name, "method": clip(method, 128), "code": code})
+	p.append("blocked", map[string]any{"session": p.session, "server": p.name, "method": clip(method, 128), "code": code})
 }
 
 func (p *auditPolicy) SessionEnd(ctx context.Context, s *proxy.Session, exitCode int) {
@@ -442,21 +430,21 @@ func (p *auditPolicy) SessionEnd(ctx context.Context, s *proxy.Session, exitCode
 	calls := p.calls
 	p.mu.Unlock()
 	end := map[string]any{
-		"session": p.session, "server": p.rc.Name, "exit": exitCode, "calls": calls,
+		"session": p.session, "server": p.name, "exit": exitCode, "calls": calls,
 		"dur_ms": time.Since(p.start).Milliseconds(),
 	}
-	if p.rc.Stopped != nil {
-		if sig := p.rc.Stopped(); sig != "" {
+	if p.stopped != nil {
+		if sig, num := p.stopped(); sig != "" {
 			// The server's status is then mcpcage's kill, not its own end.
 			end["stopped_by"] = sig
 			end["end"] = "stopped by the user (mcpcage received " + sig + ")"
 			end["server_exit"] = exitCode
-			end["exit"] = 128 + signalNumber(sig)
+			end["exit"] = 128 + num
 		}
 	}
 	p.append("session_end", end)
 	if err := p.log.Close(); err != nil {
-		untrusted.Fprintf(p.rc.IO.ErrOut, "mcpcage: audit: error: %v\n", err)
+		untrusted.Fprintf(p.stderr, "mcpcage: audit: error: %v\n", err)
 	}
 }
 

@@ -1,0 +1,139 @@
+// Package guard builds the policy chain of one `mcpcage run` session: the
+// policies the proxy consults, in order, for every message in either
+// direction. New is the only place the chain is put together and the only
+// place its order is written down:
+//
+//  1. silence: answers the client when the server says nothing at all
+//     within Config.StartTimeout (a server that needs the network).
+//  2. pins (internal/pin): hides filtered tools, pins definitions on first
+//     use and locks the session when they drift; answers lists itself.
+//  3. argument secrets (secrets.go): refuses a tools/call whose arguments
+//     carry a private key, a token or another caged server's credential.
+//  4. scanner: scans what the server sends towards the model or the user
+//     (results, errors, its own requests and notifications) with
+//     internal/scan; reports on stderr, withholds under --block-results.
+//  5. audit (internal/audit): records calls, blocks, refusals and the
+//     others' events in the hash-chained log; never changes a message.
+//
+// The first policy whose verdict is not Forward ends the walk for that
+// message; observers (audit) still see the final outcome. Policies do not
+// reach each other through globals or late-bound fields: what one needs of
+// another is handed in by New as a value or a function (audit's event
+// function to pins, pins' decisions to audit, the scanner's per-session
+// tally of findings to audit).
+//
+// Where things go:
+//   - A policy: a type in this package with Inspect (and Observe, Lifecycle
+//     or ObserveRefusal as it needs), built in New and placed in the list New
+//     returns at the point of the run order where it belongs.
+//   - A scanner input: a case in scanner.Inspect (results.go) naming the
+//     message and the strings in it; its findings go through report.
+//   - An audit record kind: a method of auditPolicy (audit.go) that calls
+//     p.append(kind, fields) with names and counts, never values, and a case
+//     in cmd/mcpcage's formatRecord if `audit show` should say more than
+//     key=value.
+package guard
+
+import (
+	"encoding/json"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/mcpcage/mcpcage/internal/launch"
+	"github.com/mcpcage/mcpcage/internal/pin"
+	"github.com/mcpcage/mcpcage/internal/proxy"
+	"github.com/mcpcage/mcpcage/internal/scan"
+	"github.com/mcpcage/mcpcage/internal/secrets"
+)
+
+// Config is everything a session's chain depends on; cmd/mcpcage fills it
+// from flags.
+type Config struct {
+	Name    string        // the server's identity: pins, audit records
+	Launch  launch.Launch // what runs in the cage
+	Home    string        // $MCPCAGE_HOME, resolved
+	Version string        // mcpcage's version, for session_start
+	Stderr  io.Writer     // the person's view: findings, warnings
+
+	// StartTimeout bounds the wait for the server's first message; 0
+	// waits for ever. AllowNet only shapes the hint when it fires.
+	StartTimeout time.Duration
+	AllowNet     bool
+
+	Strict bool       // --strict: the first list needs an approval too
+	Filter pin.Filter // --tools, --deny-tools, --read-only-tools
+
+	// BlockResults withholds what the server sends with findings of this
+	// severity or higher; 0 reports and passes everything on.
+	BlockResults scan.Severity
+
+	Env          []string      // the server's --env names
+	AllowSecrets secrets.Allow // --allow-secret
+
+	AuditAnchor        string // --audit-anchor; "" for $MCPCAGE_AUDIT_ANCHOR
+	AuditAnchorCommand string // --audit-anchor-cmd
+
+	// Stopped names the signal that ended the session ("SIGINT") and its
+	// number, or "" while none did; nil for a session no signal ends.
+	Stopped func() (name string, number int)
+
+	// OtherTools returns the approved tools of the other caged servers, so
+	// that orders about them count as findings; nil for none.
+	OtherTools func() []json.RawMessage
+}
+
+// New builds the chain of one session, in run order. The audit log is
+// opened first: a session that could not be recorded does not start.
+func New(cfg Config) ([]proxy.Policy, error) {
+	rec, err := openAudit(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tally := newTally()
+	rec.tally = tally
+	pins := pin.New(pin.Config{
+		Store:   PinStore(cfg.Home),
+		Name:    cfg.Name,
+		Launch:  cfg.Launch,
+		Strict:  cfg.Strict,
+		Filter:  cfg.Filter,
+		Event:   rec.event,
+		Decided: rec.decided,
+		HighFindings: func(k pin.Kind, item []byte, list []jsontext.Value) int {
+			return scan.Count(ScanItem(k, item, list, others(cfg)), scan.High)
+		},
+		// A tool with signs at medium or above is never trusted on first
+		// use in a new client context.
+		Flagged: func(k pin.Kind, item []byte, list []jsontext.Value) bool {
+			return scan.Count(ScanItem(k, item, list, others(cfg)), scan.Medium) > 0
+		},
+	})
+	argSecrets, err := NewArgSecrets(SecretsConfig{
+		Name: cfg.Name, Home: cfg.Home, Env: cfg.Env, Allow: cfg.AllowSecrets, Stderr: cfg.Stderr,
+		Event: rec.event,
+	})
+	if err != nil {
+		rec.log.Close()
+		return nil, err
+	}
+	return []proxy.Policy{
+		newSilence(cfg),
+		pins,
+		argSecrets,
+		&scanner{name: cfg.Name, stderr: cfg.Stderr, block: cfg.BlockResults, tally: tally},
+		rec,
+	}, nil
+}
+
+// PinStore is where the pins of every server live.
+func PinStore(home string) pin.Store { return pin.Store{Dir: filepath.Join(home, "pins")} }
+
+func others(cfg Config) []json.RawMessage {
+	if cfg.OtherTools == nil {
+		return nil
+	}
+	return cfg.OtherTools()
+}

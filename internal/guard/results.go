@@ -1,0 +1,102 @@
+package guard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/mcpcage/mcpcage/internal/jsonrpc"
+	"github.com/mcpcage/mcpcage/internal/proxy"
+	"github.com/mcpcage/mcpcage/internal/scan"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
+)
+
+// scanner scans what the server sends towards the model or the user:
+// findings go to stderr and, through the tally, into the call's audit
+// record. What it scans passes unchanged unless Config.BlockResults asks
+// otherwise.
+type scanner struct {
+	name   string
+	stderr io.Writer
+	block  scan.Severity // 0: never block
+	tally  *tally
+}
+
+var scannedMethods = map[string]string{"tools/call": "tool", "prompts/get": "prompt", "resources/read": "resource"}
+
+func (p *scanner) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event) proxy.Verdict {
+	m := ev.Msg
+	kind, ok := scannedMethods[ev.Method]
+	if ev.Dir != proxy.ServerToClient || m.Kind != jsonrpc.KindResponse || !ok || m.Result == nil {
+		return proxy.Verdict{Action: proxy.Forward}
+	}
+	fs := scan.Result(m.Result)
+	if ev.Method == "tools/call" {
+		p.tally.put(m.ID.Key(), len(fs))
+	}
+	if len(fs) == 0 {
+		return proxy.Verdict{Action: proxy.Forward}
+	}
+	what := kind + " " + strconv.Quote(untrusted.Line(requestedName(ev.Method, ev.Params)))
+	blocked := ev.Method == "tools/call" && p.block != 0 && scan.Max(fs) >= p.block
+	var b strings.Builder
+	outcome := "passed on"
+	if blocked {
+		outcome = "withheld (--block-results " + strings.ToLower(p.block.String()) + ")"
+	}
+	untrusted.Fprintf(&b, "mcpcage: %s of %q returned %s; the result was %s:\n", what, p.name, signs(fs), outcome)
+	_ = scan.Format(&b, "    ", fs)
+	_, _ = p.stderr.Write([]byte(b.String()))
+	if !blocked {
+		return proxy.Verdict{Action: proxy.Forward}
+	}
+	result := withheldResult(what, fs)
+	return proxy.Verdict{Action: proxy.Replace, Message: jsonrpc.NewResponse(m.ID, result)}
+}
+
+func signs(fs []scan.Finding) string {
+	n, h := len(fs), scan.Count(fs, scan.High)
+	s := fmt.Sprintf("%d sign(s) of hidden instructions", n)
+	if h > 0 {
+		s += fmt.Sprintf(" (%d high-severity)", h)
+	}
+	return s
+}
+
+// withheldResult is the isError result that stands in for a withheld one. It
+// names the rules only: the snippets stay out of the model's context.
+func withheldResult(what string, fs []scan.Finding) []byte {
+	seen := map[string]bool{}
+	var ids []string
+	for _, f := range fs {
+		if !seen[f.Rule] {
+			seen[f.Rule] = true
+			ids = append(ids, f.Rule)
+		}
+	}
+	sort.Strings(ids)
+	text := fmt.Sprintf("mcpcage withheld the result of %s: it showed %s (%s). The person running mcpcage can see the details in its log.",
+		what, signs(fs), strings.Join(ids, ", "))
+	b, _ := json.Marshal(map[string]any{
+		"content": []map[string]string{{"type": "text", "text": text}},
+		"isError": true,
+	})
+	return b
+}
+
+// requestedName is the tool or prompt name, or the resource URI, of a request.
+func requestedName(method string, params []byte) string {
+	var v struct {
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	_ = json.Unmarshal(params, &v)
+	if method == "resources/read" {
+		return v.URI
+	}
+	return v.Name
+}
