@@ -86,7 +86,7 @@ staticcheck:
 	$(GO) run $(STATICCHECK) ./...
 
 actionlint:
-	$(GO) run $(ACTIONLINT) -color=never
+	$(GO) run $(ACTIONLINT) -no-color
 
 # PKG=internal/pin limits the run to one package (or several, space-separated);
 # FILES="compare.go canon.go" to those files of it.
