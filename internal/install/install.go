@@ -440,6 +440,8 @@ func installEntry(ctx context.Context, cli client.APIClient, root string, sp lau
 				nf.Package, nf.Detail = f.Package, f.Detail+", needed by "+sp.Name
 			}
 			return nil, "", nf
+		case "unreachable":
+			return nil, "", fmt.Errorf("cannot install %s: %s", sp.Requirement(version), f.Detail)
 		}
 		showTail(stderr, errOut)
 		return nil, "", fmt.Errorf("installing %s failed: %s", sp.Requirement(version), f.Detail)

@@ -83,10 +83,13 @@ def index_files(pkg):
             with urllib.request.urlopen(rq, timeout=30, context=ctx) as r:
                 P().feed(r.read(20 << 20).decode('utf-8', 'replace'))
                 seen = True
-        except urllib.error.HTTPError:
-            pass
-        except Exception:
-            return []
+        except urllib.error.HTTPError as e:
+            if e.code not in (404, 410):
+                fail('unreachable', norm(pkg), 'the package index %s answered HTTP %d' % (u.hostname, e.code))
+        except Exception as e:
+            # Not "no such package": the index could not be asked.
+            why = getattr(e, 'reason', None) or e
+            fail('unreachable', norm(pkg), 'the package index %s cannot be reached (%s)' % (u.hostname, str(why)[:120]))
     return files if seen else None
 
 def compatible(wheel):

@@ -3,6 +3,8 @@ package install
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -213,5 +215,23 @@ func TestUVXFromNamedCommand(t *testing.T) {
 	_, err = Ensure(ctx, cli, Request{Kind: "uvx", Spec: "mcpcage-two-commands", Bin: "nope", Stderr: &log})
 	if err == nil || !strings.Contains(err.Error(), `has no command "nope"; it has: `) || !strings.Contains(err.Error(), "two-admin, two-serve") {
 		t.Fatalf("unknown command: %v", err)
+	}
+}
+
+// TestUVXIndexUnreachable: an index nobody answers at is "cannot be
+// reached", never "package not found" (pip.go's driver used to take any
+// failure to ask the index as an empty project).
+func TestUVXIndexUnreachable(t *testing.T) {
+	isolate(t)
+	cli := dockerClient(t)
+	// The install container's own loopback: nothing listens there.
+	t.Setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+	_, err := Ensure(context.Background(), cli, Request{Kind: "uvx", Spec: "mcpcage-demo-server", Stderr: io.Discard})
+	var nf *NotFoundError
+	if err == nil || errors.As(err, &nf) {
+		t.Fatalf("want an unreachable index, got %v", err)
+	}
+	if want := "cannot install mcpcage-demo-server: the package index 127.0.0.1 cannot be reached (["; !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("error %q, want it to start %q", err, want)
 	}
 }

@@ -34,7 +34,7 @@ type Skipped struct {
 
 // Failure is the driver's own classification of an installer error.
 type Failure struct {
-	Kind    string `json:"kind"`    // "not-found", "source-only", "no-command", "several-commands", "failed"
+	Kind    string `json:"kind"`    // "not-found", "source-only", "no-command", "several-commands", "failed", "unreachable"
 	Package string `json:"package"` // the package it is about (may be a dependency)
 	Detail  string `json:"detail"`
 }
@@ -78,7 +78,7 @@ func parseReport(out []byte, noCommand bool) (*Report, error) {
 		r.Failure.Package = clean(r.Failure.Package, 214)
 		r.Failure.Detail = clean(r.Failure.Detail, 400)
 		switch r.Failure.Kind {
-		case "not-found", "source-only", "no-command", "several-commands", "failed":
+		case "not-found", "source-only", "no-command", "several-commands", "failed", "unreachable":
 		default:
 			return nil, fmt.Errorf("the install container's report has an unknown failure kind %q", clean(r.Failure.Kind, 40))
 		}
