@@ -223,7 +223,7 @@ or a duration back from now (90m, 24h).`,
 	}
 	cmd.Flags().StringVar(&opts.Server, "server", "", "only records of the server `NAME`")
 	cmd.Flags().StringVar(&since, "since", "", "only records from `TIME` on")
-	cmd.Flags().StringVar(&opts.Kind, "kind", "", "only records of this `kind` (session_start, call, blocked, pin, drift, approve, session_end, recovery)")
+	cmd.Flags().StringVar(&opts.Kind, "kind", "", "only records of this `kind` (session_start, call, blocked, pin, drift, approve, egress, session_end, recovery)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the exact record lines (JSON Lines)")
 	return cmd
 }
@@ -350,6 +350,11 @@ func formatRecord(rec *audit.Record) string {
 		fmt.Fprintf(&b, " protocol=%s mcpcage=%s", str("protocol"), str("mcpcage"))
 	case "session_end":
 		fmt.Fprintf(&b, " exit=%s calls=%s", str("exit"), str("calls"))
+	case "egress":
+		fmt.Fprintf(&b, " %s:%s %s via=%s sent=%s received=%s %sms", str("host"), str("port"), str("verdict"), str("via"), str("sent"), str("received"), str("ms"))
+		if s := str("reason"); s != "" {
+			fmt.Fprintf(&b, " (%s)", s)
+		}
 	case "recovery":
 		fmt.Fprintf(&b, " cut a torn write of %s bytes at %s offset %s", str("torn_bytes"), str("file"), str("offset"))
 	default:

@@ -43,7 +43,7 @@ func systemStreams() *IOStreams {
 // process (tests do).
 var commands = []func(*IOStreams) *cobra.Command{
 	newRunCmd, newProtectCmd, newUnwrapCmd, newPsCmd, newPinsCmd, newDiffCmd,
-	newApproveCmd, newScanCmd, newAuditCmd, newImagesCmd,
+	newApproveCmd, newScanCmd, newAuditCmd, newImagesCmd, newEgressGatewayCmd,
 }
 
 // ExitError ends the program with Code after printing Err (when not nil).

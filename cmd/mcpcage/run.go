@@ -19,11 +19,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpcage/mcpcage/internal/cage"
+	"github.com/mcpcage/mcpcage/internal/egress"
 	"github.com/mcpcage/mcpcage/internal/guard"
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/install"
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
 	"github.com/mcpcage/mcpcage/internal/launch"
+	"github.com/mcpcage/mcpcage/internal/proxy"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
 	"github.com/mcpcage/mcpcage/known"
 )
@@ -53,6 +55,10 @@ type RunOptions struct {
 	StartTimeout time.Duration
 	Home         string // --home: the state directory, in place of $MCPCAGE_HOME
 	Guard        GuardFlags
+	// Egress by name (run_egress.go).
+	AllowHosts    []string
+	AllowPrivate  bool
+	EgressNetwork string
 }
 
 func newRunCmd(io *IOStreams) *cobra.Command {
@@ -103,6 +109,9 @@ the server was killed for using too much memory.`,
 	fs.StringVar(&opts.Image, "image", "", "run a server that ships as a Docker `image` (its entrypoint; arguments after --)")
 	fs.StringVar(&opts.Name, "name", "", "the server's `name` for pins, audit and its private HOME (default: from the package or image)")
 	fs.BoolVar(&opts.AllowNet, "allow-net", false, "give the server the network, fully open")
+	fs.StringArrayVar(&opts.AllowHosts, "allow-host", nil, "let the server reach `HOST[:PORT]` only (port 443 by default; *.example.com for its subdomains; repeatable)")
+	fs.BoolVar(&opts.AllowPrivate, "allow-private-addresses", false, "let allowed hosts resolve to private, loopback and link-local addresses")
+	fs.StringVar(&opts.EgressNetwork, "egress-network", "", "the Docker `network` the egress gateway reaches hosts through (default $"+EnvEgressNetwork+", else the default bridge)")
 	fs.StringArrayVar(&opts.Mounts, "mount", nil, "show a host folder at the same `path`, read-only; PATH:rw for read-write (repeatable)")
 	fs.StringArrayVar(&opts.Env, "env", nil, "pass the environment variable `NAME` (its value from mcpcage's environment; repeatable)")
 	fs.StringVar(&opts.Memory, "memory", "512m", "memory limit (no swap)")
@@ -149,6 +158,12 @@ type runPlan struct {
 	notes   []string       // warnings for stderr, one line each
 	workDir string         // the client's working directory when the cage shows it, else ""
 	prog    launch.Program // for a local program: what runs
+	// egress is the --allow-host policy (nil: none); gateway and egressRec
+	// exist once setUpCage has started the gateway.
+	egress    *egress.Policy
+	egressNet string
+	gateway   *cage.Gateway
+	egressRec *egressRecorder
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -294,6 +309,9 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 	if cwd != "" && cage.Covered(p.mounts, cwd) {
 		p.workDir = cwd
 	}
+	if err := planEgress(opts, p); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -407,9 +425,12 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	gc.Env = opts.Env
 	if err != nil {
 		_ = c.Stop(ctx)
+		if p.gateway != nil {
+			_ = p.gateway.Stop(ctx)
+		}
 		return err
 	}
-	gc.StartTimeout, gc.AllowNet = opts.StartTimeout, opts.AllowNet
+	gc.StartTimeout, gc.AllowNet = opts.StartTimeout, opts.AllowNet || p.egress != nil
 	// The proxy reads a blocking os.Stdin through a non-blocking duplicate,
 	// so a signal ends its read too (proxy.Run).
 	gc.Stopped = func() (string, int) {
@@ -418,7 +439,12 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		}
 		return "", 0
 	}
-	code, err := serveSession(ctx, opts.IO, gc, signalledCage{Cage: c, ctx: ctx}, p.maxLine, opts.StartTimeout)
+	var srv proxy.Server = signalledCage{Cage: c, ctx: ctx}
+	if p.gateway != nil {
+		gc.Attach = p.egressRec.attach
+		srv = gatewayServer{signalledCage: signalledCage{Cage: c, ctx: ctx}, gw: p.gateway}
+	}
+	code, err := serveSession(ctx, opts.IO, gc, srv, p.maxLine, opts.StartTimeout)
 	if c.OOMKilled() {
 		return &ExitError{Code: 137, Err: withHint(fmt.Errorf("%q was killed for using more than its memory limit (%s)", p.name, units.BytesSize(float64(p.memory))),
 			"raise the limit with --memory, e.g. --memory 1g")}
@@ -552,8 +578,22 @@ func setUpCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Cage, l
 		return fail(err)
 	}
 	spec.Home = homeDir
+	if opts.AllowNet || p.egress != nil {
+		if err := caBundle(p.cmd.Kind, &spec); err != nil {
+			return fail(err)
+		}
+	}
+	if p.egress != nil {
+		spec.Session = cage.NewSession()
+		if err := startEgress(ctx, cli, opts, p, &spec); err != nil {
+			return fail(err)
+		}
+	}
 	c, err := cage.Start(ctx, cli, spec)
 	if err != nil {
+		if p.gateway != nil {
+			_ = p.gateway.Stop(ctx)
+		}
 		var im *cage.ImageMissingError
 		if errors.As(err, &im) {
 			return fail(withHint(err, "docker pull %s (or `sudo mcpcage images build`), then try again", im.Image))

@@ -5,7 +5,9 @@
 // (AllowNet only):
 //
 //   - no network: NetworkMode "none" (a loopback interface only); AllowNet
-//     gives Docker's default bridge, fully open;
+//     gives Docker's default bridge, fully open; Network joins the cage
+//     network of an egress gateway (StartGateway), whose only peer is the
+//     gateway;
 //   - a read-only root filesystem; /tmp is a tmpfs of TmpSize bytes (mode 1777,
 //     nosuid, nodev, exec: a server can already run any code through its own
 //     interpreter, and servers that unpack helpers or virtual environments
@@ -86,11 +88,15 @@ type Spec struct {
 	Masks    []string
 	Home     string // host folder mounted read-write as HOME; "" for none
 	AllowNet bool
-	Memory   int64   // bytes; 0 = DefaultMemory
-	Pids     int64   // 0 = DefaultPids
-	CPUs     float64 // 0 = DefaultCPUs
-	TmpSize  int64   // bytes; 0 = DefaultTmpSize
-	Session  string  // session id for the labels; "" = random
+	// Network is the network the cage joins instead of none (an egress
+	// gateway's cage network), with DNS its resolvers.
+	Network string
+	DNS     []string
+	Memory  int64   // bytes; 0 = DefaultMemory
+	Pids    int64   // 0 = DefaultPids
+	CPUs    float64 // 0 = DefaultCPUs
+	TmpSize int64   // bytes; 0 = DefaultTmpSize
+	Session string  // session id for the labels; "" = random
 	// Log receives the cage's own hints (a write to a read-only place); nil: none.
 	Log io.Writer
 }
@@ -510,6 +516,10 @@ func configs(spec Spec) (*container.Config, *container.HostConfig, error) {
 	if spec.AllowNet {
 		hc.NetworkMode = "bridge"
 	}
+	if spec.Network != "" {
+		hc.NetworkMode = container.NetworkMode(spec.Network)
+		hc.DNS = spec.DNS
+	}
 	return cfg, hc, nil
 }
 
@@ -611,6 +621,10 @@ func (s *stdinConn) Close() error {
 	s.closed = true
 	return s.h.CloseWrite()
 }
+
+// NewSession is a fresh session id (Spec.Session), for a session whose other
+// containers (its egress gateway) must carry the same one.
+func NewSession() string { return randomHex(8) }
 
 func randomHex(n int) string {
 	b := make([]byte, n)

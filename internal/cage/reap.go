@@ -93,5 +93,11 @@ func Reap(ctx context.Context, cli *client.Client) ([]string, error) {
 		}
 		removed = append(removed, c.Container)
 	}
+	// An egress network goes once its gateway and cage have.
+	nets, err := reapNetworks(ctx, cli)
+	removed = append(removed, nets...)
+	if err != nil && firstErr == nil {
+		firstErr = err
+	}
 	return removed, firstErr
 }

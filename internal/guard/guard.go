@@ -83,6 +83,11 @@ type Config struct {
 	// OtherTools returns the approved tools of the other caged servers, so
 	// that orders about them count as findings; nil for none.
 	OtherTools func() []json.RawMessage
+
+	// Attach, when set, is given the session's audit recorder once the log
+	// is open: another concern of the session (the egress gateway) records
+	// its events through it.
+	Attach func(event func(kind string, fields map[string]any))
 }
 
 // New builds the chain of one session, in run order. The audit log is
@@ -94,6 +99,9 @@ func New(cfg Config) ([]proxy.Policy, error) {
 	}
 	tally := newTally()
 	rec.tally = tally
+	if cfg.Attach != nil {
+		cfg.Attach(rec.event)
+	}
 	pins := pin.New(pin.Config{
 		Store:   PinStore(cfg.Home),
 		Name:    cfg.Name,

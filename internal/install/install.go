@@ -555,6 +555,12 @@ func makeReadable(dir string) error {
 	})
 }
 
+// CABundle is the CA files the user configured, as read-only mounts and the
+// variables that name them in a container: the install container's, and a
+// running server's that may reach the network (a TLS-intercepting proxy
+// breaks every HTTPS call otherwise). kind is npx, uvx or image.
+func CABundle(kind string) ([]mount.Mount, []string, error) { return caMounts(kind) }
+
 // caMounts mounts the CA files the user configured into the install container.
 func caMounts(kind string) ([]mount.Mount, []string, error) {
 	var mounts []mount.Mount

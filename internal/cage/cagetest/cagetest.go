@@ -33,28 +33,70 @@ const ProbeImage = "mcpcage-test/escape-probe:latest"
 // disk) and /tmp. The image says USER 0, so the cage's own user is what keeps
 // the server from being root. It returns the image ID.
 func BuildProbeImage(ctx context.Context, cli *client.Client) (string, error) {
-	dir, err := os.MkdirTemp("", "escapeprobe")
+	code, err := buildStatic(ctx, "github.com/mcpcage/mcpcage/internal/cage/escapeprobe")
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "probe")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "github.com/mcpcage/mcpcage/internal/cage/escapeprobe")
+	return importImage(ctx, cli, ProbeImage, []string{`ENTRYPOINT ["/probe"]`, "USER 0"}, func(add func(*tar.Header, []byte)) {
+		add(&tar.Header{Name: "data/", Typeflag: tar.TypeDir, Mode: 0o777, Uid: 1000, Gid: 1000}, nil)
+		add(&tar.Header{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777}, nil)
+		add(&tar.Header{Name: "etc/", Typeflag: tar.TypeDir, Mode: 0o755}, nil)
+		add(&tar.Header{Name: "etc/passwd", Typeflag: tar.TypeReg, Mode: 0o644}, []byte("root:x:0:0:root:/root:/probe\n"))
+		add(&tar.Header{Name: "probe", Typeflag: tar.TypeReg, Mode: 0o755}, code)
+		add(&tar.Header{Name: "probe-suid", Typeflag: tar.TypeReg, Mode: 0o4755}, code)
+	})
+}
+
+// FakeHostImage is the tag BuildFakeHostImage gives the egress tests' host.
+const FakeHostImage = "mcpcage-test/fake-host:latest"
+
+// BuildFakeHostImage compiles cagetest/fakehost (CGO_ENABLED=0) and imports
+// it as FakeHostImage, /fakehost its entrypoint. It returns the image ID.
+func BuildFakeHostImage(ctx context.Context, cli *client.Client) (string, error) {
+	code, err := buildStatic(ctx, "github.com/mcpcage/mcpcage/internal/cage/cagetest/fakehost")
+	if err != nil {
+		return "", err
+	}
+	return importImage(ctx, cli, FakeHostImage, []string{`ENTRYPOINT ["/fakehost"]`}, func(add func(*tar.Header, []byte)) {
+		add(&tar.Header{Name: "fakehost", Typeflag: tar.TypeReg, Mode: 0o755}, code)
+	})
+}
+
+// BuildStatic compiles the package pkg of this module (CGO_ENABLED=0) into
+// dst.
+func BuildStatic(ctx context.Context, pkg, dst string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", dst, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
 	// Inside the module, wherever the test runs from (scripts run in $WORK).
 	if _, file, _, ok := runtime.Caller(0); ok {
 		cmd.Dir = filepath.Dir(file)
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the escape probe: %v\n%s", err, out)
+		return fmt.Errorf("building %s: %v\n%s", pkg, err, out)
 	}
-	code, err := os.ReadFile(bin)
+	return nil
+}
+
+func buildStatic(ctx context.Context, pkg string) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "cagetest")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "bin")
+	if err := BuildStatic(ctx, pkg, bin); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(bin)
+}
+
+// importImage imports the files fill adds as tag, with the given image
+// changes.
+func importImage(ctx context.Context, cli *client.Client, tag string, changes []string, fill func(add func(*tar.Header, []byte))) (string, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	add := func(h *tar.Header, body []byte) {
+	var err error
+	fill(func(h *tar.Header, body []byte) {
 		h.Size = int64(len(body))
 		h.Format = tar.FormatPAX
 		if err == nil {
@@ -63,13 +105,7 @@ func BuildProbeImage(ctx context.Context, cli *client.Client) (string, error) {
 		if err == nil && len(body) > 0 {
 			_, err = tw.Write(body)
 		}
-	}
-	add(&tar.Header{Name: "data/", Typeflag: tar.TypeDir, Mode: 0o777, Uid: 1000, Gid: 1000}, nil)
-	add(&tar.Header{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777}, nil)
-	add(&tar.Header{Name: "etc/", Typeflag: tar.TypeDir, Mode: 0o755}, nil)
-	add(&tar.Header{Name: "etc/passwd", Typeflag: tar.TypeReg, Mode: 0o644}, []byte("root:x:0:0:root:/root:/probe\n"))
-	add(&tar.Header{Name: "probe", Typeflag: tar.TypeReg, Mode: 0o755}, code)
-	add(&tar.Header{Name: "probe-suid", Typeflag: tar.TypeReg, Mode: 0o4755}, code)
+	})
 	if err != nil {
 		return "", err
 	}
@@ -80,19 +116,19 @@ func BuildProbeImage(ctx context.Context, cli *client.Client) (string, error) {
 	// repeated runs leave no dangling images behind.
 	sum := sha256.Sum256(buf.Bytes())
 	key := hex.EncodeToString(sum[:8])
-	old, err := cli.ImageInspect(ctx, ProbeImage)
+	old, err := cli.ImageInspect(ctx, tag)
 	if err == nil && old.Config != nil && old.Config.Labels[probeLabel] == key {
 		return old.ID, nil
 	}
-	rc, err := cli.ImageImport(ctx, image.ImportSource{Source: &buf, SourceName: "-"}, ProbeImage, image.ImportOptions{
-		Changes: []string{`ENTRYPOINT ["/probe"]`, "USER 0", "LABEL " + probeLabel + "=" + key},
+	rc, err := cli.ImageImport(ctx, image.ImportSource{Source: &buf, SourceName: "-"}, tag, image.ImportOptions{
+		Changes: append(changes, "LABEL "+probeLabel+"="+key),
 	})
 	if err != nil {
-		return "", fmt.Errorf("importing the escape probe image: %w", err)
+		return "", fmt.Errorf("importing %s: %w", tag, err)
 	}
 	io.Copy(io.Discard, rc)
 	rc.Close()
-	info, err := cli.ImageInspect(ctx, ProbeImage)
+	info, err := cli.ImageInspect(ctx, tag)
 	if err != nil {
 		return "", err
 	}

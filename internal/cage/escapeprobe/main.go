@@ -24,6 +24,11 @@
 //	socketpair        a connected pair of Unix sockets can be made (this
 //	                  one is not a way out: "escaped" means it works)
 //	env T=NAME        the variable NAME is set (detail: SHA-256 of its value)
+//	dns T=name        the name resolves (detail: its addresses)
+//	https T=url       a GET of T answers 200, straight (detail: the body)
+//	httpsproxy T=url  the same through HTTPS_PROXY
+//	raw T=host:port   a TCP service at T greets and echoes (detail: the greeting)
+//	sni T=addr/name   a TLS handshake with addr, naming name, completes
 //
 // Run as "escapeprobe sleep" it sleeps (fork children); "escapeprobe eat N"
 // touches N MiB; "escapeprobe euid" prints its effective uid; "escapeprobe
@@ -34,11 +39,13 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -189,6 +196,52 @@ func probe(check, target string) (bool, string) {
 			return false, err.Error()
 		}
 		return true, fmt.Sprintf("reply of %d bytes", n)
+	case "dns":
+		addrs, err := net.LookupHost(target)
+		if err != nil {
+			return false, err.Error()
+		}
+		return true, strings.Join(addrs, ",")
+	case "https", "httpsproxy":
+		tr := &http.Transport{DisableKeepAlives: true}
+		if check == "httpsproxy" {
+			tr.Proxy = http.ProxyFromEnvironment
+		}
+		cl := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+		resp, err := cl.Get(target)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return resp.StatusCode == 200, fmt.Sprintf("%d %s", resp.StatusCode, b)
+	case "raw":
+		c, err := net.DialTimeout("tcp", target, 2*time.Second)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(3 * time.Second))
+		br := bufio.NewReader(c)
+		greeting, err := br.ReadString('\n')
+		if err != nil {
+			return false, "no greeting: " + err.Error()
+		}
+		io.WriteString(c, "ping\n")
+		echo, err := br.ReadString('\n')
+		if err != nil || echo != "ping\n" {
+			return false, fmt.Sprintf("no echo: %q %v", echo, err)
+		}
+		return true, strings.TrimSpace(greeting)
+	case "sni":
+		addr, name, _ := strings.Cut(target, "/")
+		d := &net.Dialer{Timeout: 2 * time.Second}
+		c, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{ServerName: name})
+		if err != nil {
+			return false, err.Error()
+		}
+		c.Close()
+		return true, "handshake with " + name
 	case "tcp":
 		c, err := net.DialTimeout("tcp", target, 2*time.Second)
 		if err != nil {

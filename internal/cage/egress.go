@@ -1,0 +1,414 @@
+package cage
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/jsonmessage"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/mcpcage/mcpcage/internal/egress"
+	"github.com/mcpcage/mcpcage/internal/launch"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
+)
+
+// The egress gateway of a session started with --allow-host.
+//
+// The cage joins a network of its own, created --internal and with no
+// address on the host's side of its bridge (so the host is not reachable
+// through it either); the only other member is the gateway container, which
+// also sits on the upstream network (Docker's default bridge unless
+// EgressSpec.Upstream names another). The gateway runs mcpcage's own static
+// binary (the egress-gateway subcommand) from an image made locally by
+// `docker import` of that one file: no registry. It is hardened like a cage:
+// read-only root, no capabilities (an unprivileged port sysctl lets it serve
+// DNS and 443), no-new-privileges, nobody's uid, small memory and pid
+// limits. Network and container carry the owner labels, so Reap removes them
+// when their mcpcage process is gone.
+
+// LabelEgress marks a session's egress network and gateway container ("1").
+const LabelEgress = "io.mcpcage.egress"
+
+// EnvGatewayBinary names the static mcpcage binary the gateway image is
+// made from, when the running mcpcage is not one (a development build with
+// cgo, a test binary).
+const EnvGatewayBinary = "MCPCAGE_GATEWAY_BINARY"
+
+// EgressSpec describes one session's gateway.
+type EgressSpec struct {
+	Policy   egress.Policy
+	Upstream string // the gateway's upstream network; "": Docker's default bridge
+	Session  string
+	Name     string // the server's name, for the objects' names
+	// Events receives every connection attempt the gateway reports.
+	Events func(egress.Event)
+	// Log receives the gateway's own errors; nil: none.
+	Log io.Writer
+}
+
+// Gateway is a running egress gateway and its cage network.
+type Gateway struct {
+	cli     *client.Client
+	netID   string
+	netName string
+	id      string
+	addr    netip.Addr
+	hijack  interface{ Close() error }
+	events  chan struct{} // closed when the event stream has ended
+	stopped sync.Once
+	stopErr error
+}
+
+// Network is the cage's network (Spec.Network).
+func (g *Gateway) Network() string { return g.netName }
+
+// Addr is the gateway's address on the cage's network: the cage's DNS server.
+func (g *Gateway) Addr() netip.Addr { return g.addr }
+
+// Env points HTTPS_PROXY-honouring clients at the gateway. Clients that do
+// not honour it reach the gateway anyway: every allowed name resolves to it.
+func (g *Gateway) Env() []string {
+	proxy := "http://" + netip.AddrPortFrom(g.addr, egress.ProxyPort).String()
+	var env []string
+	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"} {
+		env = append(env, k+"="+proxy)
+	}
+	return append(env, "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1")
+}
+
+// GatewayBinary is the static mcpcage binary for the gateway image.
+func GatewayBinary() (string, error) {
+	if p := os.Getenv(EnvGatewayBinary); p != "" {
+		return p, nil
+	}
+	return os.Executable()
+}
+
+// staticELF refuses a binary that needs a dynamic loader: the gateway image
+// holds nothing but the binary.
+func staticELF(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("cannot read %s as a Linux binary: %v", path, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is not a static binary, and the egress gateway runs it alone in an empty image", path)
+		}
+	}
+	return nil
+}
+
+// GatewayImage returns the gateway image for bin, importing it on first use:
+// a tar of the one file, tagged by the binary's hash so each mcpcage build
+// gets its own and an existing one is reused.
+func GatewayImage(ctx context.Context, cli *client.Client, bin string) (string, error) {
+	if err := staticELF(bin); err != nil {
+		return "", &launch.UsageError{Msg: err.Error(), Hint: "build mcpcage with CGO_ENABLED=0 (make build), or set " + EnvGatewayBinary + " to such a build"}
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return "", fmt.Errorf("cannot read %s: %v", bin, err)
+	}
+	sum := sha256.Sum256(data)
+	ref := "mcpcage/egress:" + hex.EncodeToString(sum[:])[:16]
+	if info, err := cli.ImageInspect(ctx, ref); err == nil {
+		return info.ID, nil
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: "mcpcage", Mode: 0o555, Size: int64(len(data)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}); err != nil {
+		return "", err
+	}
+	if _, err := tw.Write(data); err != nil {
+		return "", err
+	}
+	if err := tw.Close(); err != nil {
+		return "", err
+	}
+	rc, err := cli.ImageImport(ctx, image.ImportSource{Source: &buf, SourceName: "-"}, ref, image.ImportOptions{
+		Changes: []string{`ENTRYPOINT ["/mcpcage", "` + egress.GatewayCommand + `"]`, "USER 65534:65534", "LABEL " + LabelEgress + "=1"},
+	})
+	if err != nil {
+		return "", fmt.Errorf("cannot make the egress gateway image: %s", oneLine(err))
+	}
+	defer rc.Close()
+	if err := jsonmessage.DisplayJSONMessagesStream(rc, io.Discard, 0, false, nil); err != nil {
+		return "", fmt.Errorf("cannot make the egress gateway image: %s", oneLine(err))
+	}
+	info, err := cli.ImageInspect(ctx, ref)
+	if err != nil {
+		return "", fmt.Errorf("the egress gateway image %s is missing after its import: %s", ref, oneLine(err))
+	}
+	return info.ID, nil
+}
+
+// StartGateway creates the session's cage network and starts its gateway,
+// returning once the gateway listens. On error nothing is left behind.
+func StartGateway(ctx context.Context, cli *client.Client, spec EgressSpec) (*Gateway, error) {
+	bin, err := GatewayBinary()
+	if err != nil {
+		return nil, fmt.Errorf("cannot find mcpcage's own binary: %v", err)
+	}
+	img, err := GatewayImage(ctx, cli, bin)
+	if err != nil {
+		return nil, err
+	}
+	upstream := spec.Upstream
+	if upstream == "" {
+		upstream = "bridge"
+	}
+	if _, err := cli.NetworkInspect(ctx, upstream, network.InspectOptions{}); err != nil {
+		if client.IsErrNotFound(err) {
+			return nil, &launch.UsageError{Msg: fmt.Sprintf("the egress network %q does not exist", upstream), Hint: "give an existing network with --egress-network (docker network ls)"}
+		}
+		return nil, fmt.Errorf("cannot inspect the egress network %q: %s", upstream, oneLine(err))
+	}
+	labels := Self().Labels()
+	labels[LabelEgress] = "1"
+	labels[LabelSession] = spec.Session
+	labels[LabelName] = spec.Name
+	base := "mcpcage-" + strings.ToLower(spec.Name) + "-" + randomHex(3)
+	g := &Gateway{cli: cli, netName: base + "-net", events: make(chan struct{})}
+	created, err := cli.NetworkCreate(ctx, g.netName, network.CreateOptions{
+		Driver:   "bridge",
+		Internal: true,
+		Labels:   labels,
+		// No address on the host's end of the bridge: a cage could
+		// otherwise reach every host service that listens on all addresses.
+		Options: map[string]string{"com.docker.network.bridge.inhibit_ipv4": "true"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the cage's network: %s", oneLine(err))
+	}
+	g.netID = created.ID
+	fail := func(err error) (*Gateway, error) {
+		close(g.events)
+		_ = g.remove(ctx)
+		return nil, err
+	}
+	ni, err := cli.NetworkInspect(ctx, g.netID, network.InspectOptions{})
+	if err != nil || len(ni.IPAM.Config) == 0 {
+		return fail(fmt.Errorf("cannot read the cage network's subnet: %v", err))
+	}
+	subnet := ni.IPAM.Config[0].Subnet
+	pids := int64(64)
+	cfg := &container.Config{
+		Image:        img,
+		Cmd:          append([]string{"--subnet", subnet}, spec.Policy.Args()...),
+		User:         "65534:65534",
+		AttachStdout: true,
+		AttachStderr: true,
+		Labels:       labels,
+	}
+	hc := &container.HostConfig{
+		NetworkMode:    container.NetworkMode(upstream),
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges:true"},
+		IpcMode:        "private",
+		LogConfig:      container.LogConfig{Type: "none"},
+		Sysctls:        map[string]string{"net.ipv4.ip_unprivileged_port_start": "0"},
+		Resources: container.Resources{
+			Memory: 64 << 20, MemorySwap: 64 << 20, NanoCPUs: 1e9, PidsLimit: &pids,
+			Ulimits: []*container.Ulimit{{Name: "core", Soft: 0, Hard: 0}},
+		},
+	}
+	c, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, base+"-egress")
+	if err != nil {
+		return fail(fmt.Errorf("cannot create the egress gateway: %s", oneLine(err)))
+	}
+	g.id = c.ID
+	if err := cli.NetworkConnect(ctx, g.netID, g.id, nil); err != nil {
+		return fail(fmt.Errorf("cannot connect the egress gateway to the cage's network: %s", oneLine(err)))
+	}
+	hj, err := cli.ContainerAttach(ctx, g.id, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return fail(fmt.Errorf("cannot attach to the egress gateway: %s", oneLine(err)))
+	}
+	g.hijack = hj.Conn
+	outR, outW := io.Pipe()
+	errR, errW := io.Pipe()
+	go func() {
+		_, err := stdcopy.StdCopy(outW, errW, hj.Reader)
+		if err == nil {
+			err = io.EOF
+		}
+		outW.CloseWithError(err)
+		errW.CloseWithError(err)
+	}()
+	go func() {
+		sc := bufio.NewScanner(errR)
+		for sc.Scan() {
+			if spec.Log != nil {
+				fmt.Fprintf(spec.Log, "mcpcage: egress gateway: %s\n", printable(sc.Text(), 300))
+			}
+		}
+	}()
+	if err := cli.ContainerStart(ctx, g.id, container.StartOptions{}); err != nil {
+		hj.Close()
+		return fail(fmt.Errorf("cannot start the egress gateway: %s", oneLine(err)))
+	}
+	ready := make(chan string, 1)
+	go g.readEvents(outR, ready, spec.Events)
+	select {
+	case a := <-ready:
+		g.addr, err = netip.ParseAddr(a)
+		if err != nil {
+			_ = g.Stop(ctx)
+			return nil, fmt.Errorf("the egress gateway said it listens at %q", a)
+		}
+	case <-time.After(15 * time.Second):
+		_ = g.Stop(ctx)
+		return nil, errors.New("the egress gateway did not start within 15s")
+	case <-ctx.Done():
+		_ = g.Stop(ctx)
+		return nil, ctx.Err()
+	}
+	return g, nil
+}
+
+// readEvents reads the gateway's output: the ready line, then one event per
+// line. A line that is not one is dropped: the gateway's output is its own,
+// but what it reports (names) came from the cage.
+func (g *Gateway) readEvents(r io.Reader, ready chan<- string, events func(egress.Event)) {
+	defer close(g.events)
+	defer close(ready)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	first := true
+	for sc.Scan() {
+		if first {
+			var rd egress.Ready
+			if json.Unmarshal(sc.Bytes(), &rd) == nil && rd.Ready != "" {
+				ready <- rd.Ready
+				first = false
+			}
+			continue
+		}
+		var e egress.Event
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Verdict == "" {
+			continue
+		}
+		if events != nil {
+			events(e)
+		}
+	}
+	_, _ = io.Copy(io.Discard, r)
+}
+
+// Stop ends the gateway (it reports the connections still open first), waits
+// for its last events, and removes it and the cage's network. Call it after
+// the cage is gone. Safe to call more than once.
+func (g *Gateway) Stop(ctx context.Context) error {
+	g.stopped.Do(func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+		defer cancel()
+		timeout := 3
+		_ = g.cli.ContainerStop(rctx, g.id, container.StopOptions{Signal: "SIGTERM", Timeout: &timeout})
+		select {
+		case <-g.events:
+		case <-time.After(5 * time.Second):
+		}
+		if g.hijack != nil {
+			g.hijack.Close()
+		}
+		g.stopErr = g.remove(rctx)
+	})
+	return g.stopErr
+}
+
+func (g *Gateway) remove(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+	defer cancel()
+	var firstErr error
+	if g.id != "" {
+		if err := g.cli.ContainerRemove(rctx, g.id, container.RemoveOptions{Force: true}); err != nil && !client.IsErrNotFound(err) {
+			firstErr = fmt.Errorf("cannot remove the egress gateway: %s", oneLine(err))
+		}
+	}
+	if g.netID != "" {
+		if err := g.cli.NetworkRemove(rctx, g.netID); err != nil && !client.IsErrNotFound(err) && firstErr == nil {
+			firstErr = fmt.Errorf("cannot remove the cage's network %s: %s", g.netName, oneLine(err))
+		}
+	}
+	return firstErr
+}
+
+// reapNetworks removes the egress networks whose owner is gone (after Reap
+// removed their containers).
+func reapNetworks(ctx context.Context, cli *client.Client) ([]string, error) {
+	nets, err := cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelEgress+"=1"))})
+	if err != nil {
+		return nil, fmt.Errorf("cannot list networks: %s", oneLine(err))
+	}
+	var removed []string
+	var firstErr error
+	for _, n := range nets {
+		if ownerFromLabels(n.Labels).State() != OwnerGone {
+			continue
+		}
+		if err := cli.NetworkRemove(ctx, n.ID); err != nil && !client.IsErrNotFound(err) {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("cannot remove orphaned network %s: %s", n.Name, oneLine(err))
+			}
+			continue
+		}
+		removed = append(removed, n.Name)
+	}
+	return removed, firstErr
+}
+
+// EgressRefusal is the one stderr line for a refused attempt: the host, and
+// the flag that would allow it.
+func EgressRefusal(name string, e egress.Event) string {
+	host := ""
+	if h, err := egress.NormalName(e.Host); err == nil {
+		host = h
+	}
+	if host == "" {
+		return fmt.Sprintf("mcpcage: egress: %q tried a connection to port %d that names no host; refused (%s)", name, e.Port, printable(e.Reason, 200))
+	}
+	flag := "--allow-host " + host
+	if e.Port != 0 && e.Port != egress.DefaultPort {
+		flag += ":" + strconv.Itoa(e.Port)
+	}
+	if strings.Contains(e.Reason, "private address") {
+		flag = "--allow-private-addresses"
+	}
+	what := host
+	if e.Via != "dns" {
+		what += ":" + strconv.Itoa(e.Port)
+	}
+	return fmt.Sprintf("mcpcage: egress: refused %q's connection to %s (%s); allow it with %s", name, what, printable(e.Reason, 200), flag)
+}
+
+// printable keeps gateway text to one printable line: its errors may quote
+// what the cage sent.
+func printable(s string, max int) string {
+	if len(s) > max {
+		s = s[:max]
+	}
+	return untrusted.Line(s)
+}
