@@ -46,7 +46,8 @@ setup:
 	./.ci/setup
 
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/mcpcage ./cmd/mcpcage
+	# Static (no cgo): the same binary runs as the egress gateway in an empty image.
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/mcpcage ./cmd/mcpcage
 
 install:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/mcpcage.static ./cmd/mcpcage
