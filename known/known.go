@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/mcpcage/mcpcage/internal/egress"
 )
 
 //go:embed servers.json
@@ -25,6 +27,9 @@ type Server struct {
 	Package string  `json:"package"` // the registry name, without version
 	State   []State `json:"state,omitempty"`
 	Network string  `json:"network,omitempty"` // why it needs the network, "" when it does not
+	// Hosts are the HOST[:PORT] it needs (--allow-host each); none with a
+	// Network: it reaches hosts no list can name (a browser), --allow-net.
+	Hosts []string `json:"hosts,omitempty"`
 	Writes  string  `json:"writes,omitempty"`  // what it writes that the cage keeps read-only, and how to allow it
 }
 
@@ -69,6 +74,14 @@ func Parse(b []byte) ([]Server, error) {
 		seen[k] = true
 		if len(s.State) == 0 && s.Network == "" && s.Writes == "" {
 			return nil, fmt.Errorf("%s: says nothing it needs", where)
+		}
+		if len(s.Hosts) > 0 && s.Network == "" {
+			return nil, fmt.Errorf("%s: hosts without saying why it needs the network", where)
+		}
+		for _, h := range s.Hosts {
+			if _, err := egress.ParseRule(h); err != nil {
+				return nil, fmt.Errorf("%s: %v", where, err)
+			}
 		}
 		for _, st := range s.State {
 			if !envName.MatchString(st.Env) {

@@ -30,6 +30,9 @@ func TestTable(t *testing.T) {
 	if !ok || len(m.State) != 1 || m.State[0].Env != "MEMORY_FILE_PATH" || m.State[0].Default != "memory.jsonl" {
 		t.Fatalf("server-memory: %+v %v", m, ok)
 	}
+	if g, _ := Lookup("npx", "@modelcontextprotocol/server-github"); len(g.Hosts) != 1 || g.Hosts[0] != "api.github.com" {
+		t.Errorf("server-github's hosts: %v", g.Hosts)
+	}
 	if _, ok := Lookup("uvx", "MCP_Server.Fetch"); !ok {
 		t.Error("uvx names are not looked up PEP 503 normalised")
 	}
@@ -49,6 +52,8 @@ func TestParseRefuses(t *testing.T) {
 		{"absolute", `{"servers":[{"kind":"npx","package":"a","state":[{"env":"A","default":"/tmp/x","what":"w"}]}]}`, "inside the private HOME"},
 		{"escape", `{"servers":[{"kind":"npx","package":"a","state":[{"env":"A","default":"../x","what":"w"}]}]}`, "inside the private HOME"},
 		{"what", `{"servers":[{"kind":"npx","package":"a","state":[{"env":"A","default":"x"}]}]}`, "say what"},
+		{"host", `{"servers":[{"kind":"npx","package":"a","network":"x","hosts":["10.0.0.1"]}]}`, "not an address"},
+		{"hosts why", `{"servers":[{"kind":"npx","package":"a","writes":"x","hosts":["a.com"]}]}`, "without saying why"},
 	} {
 		_, err := Parse([]byte(c.json))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -200,14 +200,38 @@ func cageNotes(opts *ProtectOptions, r *fileReport, c clients.Change) []string {
 	}
 	notes = append(notes, fmt.Sprintf("kept across sessions: its private HOME %s; anything else it writes is lost when the session ends", tilde(opts.Layout, privateHome(name))))
 	// The network.
-	if !slices.Contains(flags, "--allow-net") {
-		if k.Network != "" {
-			notes = append(notes, fmt.Sprintf("! no network, and %s: add --allow-net to its args before -- if you trust it with the network", k.Network))
-		} else {
-			notes = append(notes, "no network (add --allow-net to its args before -- if it needs one)")
-		}
+	if !slices.Contains(flags, "--allow-net") && !slices.Contains(flags, "--allow-host") {
+		notes = append(notes, networkNote(k, s.Env))
 	}
 	return notes
+}
+
+// networkNote says what a caged server without the network will miss: the
+// exact --allow-host list of a well-known server, --allow-net for one that
+// reaches anywhere, and for others a hint when its env holds an API key.
+func networkNote(k known.Server, env []clients.Var) string {
+	switch {
+	case len(k.Hosts) > 0:
+		var fl []string
+		for _, h := range k.Hosts {
+			fl = append(fl, "--allow-host "+h)
+		}
+		return fmt.Sprintf("! no network, and %s: add %s to its args before -- (that host only; --allow-net would open everything)", k.Network, strings.Join(fl, " "))
+	case k.Network != "":
+		return fmt.Sprintf("! no network, and %s: add --allow-net to its args before -- if you trust it with the network", k.Network)
+	}
+	var keys []string
+	for _, v := range env {
+		u := strings.ToUpper(v.Name)
+		if strings.HasSuffix(u, "_API_KEY") || strings.HasSuffix(u, "_TOKEN") || strings.HasSuffix(u, "_KEY") || strings.HasSuffix(u, "_SECRET") {
+			keys = append(keys, v.Name)
+		}
+	}
+	if len(keys) > 0 {
+		slices.Sort(keys)
+		return fmt.Sprintf("! no network, but its env holds %s: an API key usually means a remote service; add --allow-host HOST for the service's API host to its args before --", strings.Join(keys, ", "))
+	}
+	return "no network (add --allow-host HOST to its args before -- for each host it needs, or --allow-net for all)"
 }
 
 // clientDir stands for the directory a client starts a user entry's server

@@ -217,6 +217,7 @@ func StartGateway(ctx context.Context, cli *client.Client, spec EgressSpec) (*Ga
 	cfg := &container.Config{
 		Image:        img,
 		Cmd:          append([]string{"--subnet", subnet}, spec.Policy.Args()...),
+		Env:          []string{egress.EnvRoots + "=" + gatewayRoots()},
 		User:         "65534:65534",
 		AttachStdout: true,
 		AttachStderr: true,
@@ -354,6 +355,31 @@ func (g *Gateway) remove(ctx context.Context) error {
 		}
 	}
 	return firstErr
+}
+
+// gatewayRoots are the CAs the gateway verifies hosts with when it speaks
+// TLS itself (a client that sends https:// URLs to HTTPS_PROXY in plain
+// text): the system's bundle and those the user configured, as PEM.
+func gatewayRoots() string {
+	var b strings.Builder
+	files := []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"}
+	for _, k := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "PIP_CERT"} {
+		if v := os.Getenv(k); v != "" {
+			files = append(files, v)
+		}
+	}
+	seen := map[string]bool{}
+	for _, f := range files {
+		if seen[f] {
+			continue
+		}
+		seen[f] = true
+		if data, err := os.ReadFile(f); err == nil && len(data) < 4<<20 {
+			b.Write(data)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
 }
 
 // reapNetworks removes the egress networks whose owner is gone (after Reap

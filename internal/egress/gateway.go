@@ -2,6 +2,8 @@ package egress
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +15,9 @@ import (
 	"sync/atomic"
 	"time"
 )
+
+// EnvRoots holds the PEM CAs of the gateway container (Gateway.Roots).
+const EnvRoots = "MCPCAGE_EGRESS_ROOTS"
 
 // ProxyPort is where the gateway also listens for servers that honour
 // HTTPS_PROXY / HTTP_PROXY.
@@ -47,6 +52,9 @@ type Gateway struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Events receives every event; it must not block for long.
 	Events func(Event)
+	// Roots verify the hosts the gateway itself speaks TLS to (Originate);
+	// nil: the system's.
+	Roots *x509.CertPool
 
 	mu       sync.Mutex
 	conns    map[*tracked]struct{}
@@ -260,6 +268,18 @@ func (g *Gateway) handle(c net.Conn, port int) {
 		refuse("the session ended")
 		return
 	}
+	if s.Originate {
+		tc := tls.Client(up, &tls.Config{ServerName: t.ev.Host, RootCAs: g.Roots, MinVersion: tls.VersionTLS12})
+		_ = tc.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := tc.Handshake(); err != nil {
+			refuse("TLS to the host failed: " + err.Error())
+			_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			return
+		}
+		_ = tc.SetDeadline(time.Time{})
+		up = tlsConn{tc}
+		defer up.Close()
+	}
 	t.ev.Verdict = "allowed"
 	if s.Connect {
 		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
@@ -341,6 +361,11 @@ func splice(down, up net.Conn, sent, received *atomic.Int64) {
 	closeWrite(down)
 	wg.Wait()
 }
+
+// tlsConn lets a TLS client connection be half-closed like a TCP one.
+type tlsConn struct{ *tls.Conn }
+
+func (c tlsConn) CloseWrite() error { return c.Conn.CloseWrite() }
 
 func closeWrite(c net.Conn) {
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {

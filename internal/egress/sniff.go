@@ -25,6 +25,9 @@ type Sniffed struct {
 	// Connect is an HTTP CONNECT: the gateway answers it and the rest of
 	// the stream (Rest) is the tunnel.
 	Connect bool
+	// Originate is a plain-text proxy request for an https:// URL (what
+	// axios sends through HTTPS_PROXY): the gateway speaks TLS upstream.
+	Originate bool
 	// Rest is what must reach the upstream before the rest of the stream:
 	// the bytes read so far (all of them, or for CONNECT what followed it).
 	Rest []byte
@@ -123,14 +126,19 @@ func sniffHTTP(rec *recorder) (Sniffed, error) {
 		return Sniffed{Host: host, Port: port, Via: "connect", Connect: true, Rest: append([]byte(nil), rest...)}, nil
 	}
 	if req.URL != nil && req.URL.IsAbs() {
-		if req.URL.Scheme != "http" {
-			return Sniffed{}, errors.New("a proxy request for " + req.URL.Scheme + " (only http:// and CONNECT)")
+		def := 80
+		switch req.URL.Scheme {
+		case "http":
+		case "https":
+			def = 443
+		default:
+			return Sniffed{}, errors.New("a proxy request for " + req.URL.Scheme + " (only http://, https:// and CONNECT)")
 		}
-		host, port, ok := splitHostPort(req.URL.Host, 80)
+		host, port, ok := splitHostPort(req.URL.Host, def)
 		if !ok {
 			return Sniffed{}, errors.New("a proxy request without a host")
 		}
-		return Sniffed{Host: host, Port: port, Via: "proxy"}, nil
+		return Sniffed{Host: host, Port: port, Via: "proxy", Originate: def == 443}, nil
 	}
 	host, _, ok := splitHostPort(req.Host, -1)
 	if !ok {

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+
+	"github.com/mcpcage/mcpcage/internal/cage"
+	"github.com/mcpcage/mcpcage/internal/cage/cagetest"
+)
+
+var (
+	gatewayOnce sync.Once
+	gatewayPath string
+	gatewayErr  error
+)
+
+// egressSetup builds a static mcpcage for the gateway (the test binary that
+// runs as mcpcage here is not static), the test's own internet, and a CA
+// file; it returns the environment that points mcpcage at them.
+func egressSetup(t *testing.T, cli *client.Client) (*cagetest.Internet, []string) {
+	t.Helper()
+	gatewayOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mcpcage-gateway")
+		if err != nil {
+			gatewayErr = err
+			return
+		}
+		gatewayPath = filepath.Join(dir, "mcpcage")
+		gatewayErr = cagetest.BuildStatic(context.Background(), "github.com/mcpcage/mcpcage/cmd/mcpcage", gatewayPath)
+	})
+	if gatewayErr != nil {
+		t.Fatal(gatewayErr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	in, err := cagetest.NewInternet(ctx, cli, map[string][]string{"a": {"api.allowed.test"}, "b": {"api.denied.test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Close)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, in.CA, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return in, []string{cage.EnvGatewayBinary + "=" + gatewayPath, "NODE_EXTRA_CA_CERTS=" + ca, EnvEgressNetwork + "=" + in.Network}
+}
+
+const openAPISpec = `{"openapi":"3.0.0","info":{"title":"Status","version":"1.0.0"},
+"paths":{"/status":{"get":{"operationId":"getStatus","summary":"The service's status","responses":{"200":{"description":"ok"}}}}}}`
+
+// A real npm server that fronts a remote API (an OpenAPI server, pointed at
+// the test's fake API host by env) works caged with --allow-host: its tools
+// list, a call reaches the host through the gateway, and the connection is
+// on the record.
+func TestRunAllowHostNpmServer(t *testing.T) {
+	cli := probeEngine(t)
+	_, env := egressSetup(t, cli)
+	dir := stateDir(t)
+	env = append(env, "API_BASE_URL=https://api.allowed.test", "OPENAPI_SPEC_INLINE="+openAPISpec)
+	cs, stderr := caged(t, dir, env, "--allow-host", "api.allowed.test", "--allow-private-addresses",
+		"--env", "API_BASE_URL", "--env", "OPENAPI_SPEC_INLINE", "--", "npx", "-y", "@ivotoby/openapi-mcp-server@1.16.1")
+	names := toolNames(t, cs, stderr)
+	if len(names) != 1 {
+		t.Fatalf("tools: %v\nstderr:\n%s", names, stderr.String())
+	}
+	out, isErr := call(t, cs, names[0], map[string]any{})
+	if isErr || !strings.Contains(out, `api.allowed.test`) || !strings.Contains(out, `/status`) {
+		t.Fatalf("call %s: %q (error %v)\nstderr:\n%s", names[0], out, isErr, stderr.String())
+	}
+	cs.Close()
+	show := exec.Command("mcpcage", "audit", "show", "--kind", "egress")
+	show.Env = testEnv(dir)
+	b, err := show.CombinedOutput()
+	if err != nil {
+		t.Fatalf("audit show: %v\n%s", err, b)
+	}
+	if !strings.Contains(string(b), "api.allowed.test:443 allowed") {
+		t.Errorf("audit show --kind egress:\n%s", b)
+	}
+	if strings.Contains(stderr.String(), "egress: refused") {
+		t.Errorf("a refusal for a server that needs one host:\n%s", stderr.String())
+	}
+}
+
+// A refused attempt prints one line naming the host and the flag, and is
+// an audit record; the session leaves no container or network.
+func TestRunAllowHostRefusal(t *testing.T) {
+	cli := probeEngine(t)
+	_, env := egressSetup(t, cli)
+	dir := stateDir(t)
+	cs, stderr := caged(t, dir, env, "--allow-host", "api.allowed.test", "--allow-private-addresses", "--name", "egress-probe", "--image", cagetest.ProbeImage)
+	if out, _ := call(t, cs, "probe", map[string]any{"check": "https", "target": "https://api.denied.test/"}); !strings.Contains(out, `"escaped":false`) {
+		t.Fatalf("the denied host was reached: %s", out)
+	}
+	if out, _ := call(t, cs, "probe", map[string]any{"check": "https", "target": "https://api.allowed.test/"}); !strings.Contains(out, `"escaped":true`) {
+		t.Fatalf("the allowed host was not reached: %s\nstderr:\n%s", out, stderr.String())
+	}
+	cs.Close()
+	lines := 0
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(l, "egress: refused") {
+			lines++
+			if !strings.Contains(l, "api.denied.test") || !strings.HasSuffix(l, "allow it with --allow-host api.denied.test") {
+				t.Errorf("refusal line: %s", l)
+			}
+		}
+	}
+	if lines != 1 {
+		t.Errorf("%d refusal lines, want 1:\n%s", lines, stderr.String())
+	}
+	show := exec.Command("mcpcage", "audit", "show", "--kind", "egress")
+	show.Env = testEnv(dir)
+	b, _ := show.CombinedOutput()
+	if !strings.Contains(string(b), "api.denied.test:0 refused via=dns") || !strings.Contains(string(b), "api.allowed.test:443 allowed via=sni") {
+		t.Errorf("audit show --kind egress:\n%s", b)
+	}
+}
+
+// ownedBy counts the containers and networks that carry pid's owner label.
+func ownedBy(t *testing.T, cli *client.Client, pid int) (int, int) {
+	t.Helper()
+	f := filters.NewArgs(filters.Arg("label", cage.LabelOwnerPID+"="+strconv.Itoa(pid)))
+	cs, err := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := cli.NetworkList(context.Background(), network.ListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(cs), len(ns)
+}
+
+// TestRunAllowHostReaped: a SIGKILLed mcpcage leaves its cage, gateway and
+// network; the next start removes all three.
+func TestRunAllowHostReaped(t *testing.T) {
+	cli := probeEngine(t)
+	_, env := egressSetup(t, cli)
+	dir := stateDir(t)
+	victim := exec.Command("mcpcage", "run", "--allow-host", "api.allowed.test", "--allow-private-addresses", "--image", cagetest.ProbeImage)
+	victim.Env = testEnv(dir, env...)
+	stdin, _ := victim.StdinPipe()
+	stdout, _ := victim.StdoutPipe()
+	victimErr := &cageBuffer{}
+	victim.Stderr = victimErr
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer victim.Process.Kill()
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.Contains(line, "escape-probe") {
+		t.Fatalf("no initialize answer: %q %v\nstderr:\n%s", line, err, victimErr.String())
+	}
+	pid := victim.Process.Pid
+	if c, n := ownedBy(t, cli, pid); c != 2 || n != 1 {
+		t.Fatalf("running: %d containers and %d networks, want 2 and 1", c, n)
+	}
+	victim.Process.Kill()
+	victim.Wait()
+	if c, n := ownedBy(t, cli, pid); c != 2 || n != 1 {
+		t.Fatalf("after SIGKILL: %d containers and %d networks, want the 2 and 1 orphans", c, n)
+	}
+	next := exec.Command("mcpcage", "run", "--image", cagetest.ProbeImage)
+	next.Env = testEnv(dir)
+	next.Stdin = strings.NewReader("")
+	nextErr := &cageBuffer{}
+	next.Stderr = nextErr
+	if err := next.Run(); err != nil {
+		t.Fatalf("next run: %v\n%s", err, nextErr.String())
+	}
+	if c, n := ownedBy(t, cli, pid); c != 0 || n != 0 {
+		t.Errorf("after the next start: %d containers and %d networks of the killed mcpcage, want none\n%s", c, n, nextErr.String())
+	}
+}
