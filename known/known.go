@@ -29,8 +29,8 @@ type Server struct {
 	Network string  `json:"network,omitempty"` // why it needs the network, "" when it does not
 	// Hosts are the HOST[:PORT] it needs (--allow-host each); none with a
 	// Network: it reaches hosts no list can name (a browser), --allow-net.
-	Hosts []string `json:"hosts,omitempty"`
-	Writes  string  `json:"writes,omitempty"`  // what it writes that the cage keeps read-only, and how to allow it
+	Hosts  []string `json:"hosts,omitempty"`
+	Writes string   `json:"writes,omitempty"` // what it writes that the cage keeps read-only, and how to allow it
 }
 
 // State is a variable that names a file the server keeps across sessions.
