@@ -15,6 +15,7 @@
 #   make mutation  mutation testing of the packages that decide what is safe (long);
 #                  one package: make mutation PKG=internal/pin
 #   make bench    Go benchmarks
+#   make bench-egress  the egress gateway: start-up and throughput against the real engine
 #   make bench-scan  the scanner measured against ../shared/corpus
 #   make compat   real npm servers, bare and caged, as a table
 
@@ -115,6 +116,11 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
 # The corpus is not part of the repository: it lies beside it (../shared).
+# The egress gateway against the real engine: start-up with --allow-host
+# against no network, and a 64 MiB download through it against direct.
+bench-egress:
+	$(GO) test -run '^$$' -bench Egress -benchtime 3x -timeout 30m ./internal/cage
+
 bench-scan:
 	@[ -d "$(CORPUS)" ] || { echo "bench-scan: error: no measuring corpus at $(CORPUS) (the shared folder beside the repository); set CORPUS=DIR" >&2; exit 1; }
 	$(GO) run ./internal/scan/corpusbench -corpus $(CORPUS)

@@ -29,6 +29,7 @@
 //	httpsproxy T=url  the same through HTTPS_PROXY
 //	raw T=host:port   a TCP service at T greets and echoes (detail: the greeting)
 //	sni T=addr/name   a TLS handshake with addr, naming name, completes
+//	download T=url    a GET of T is read to the end (detail: bytes)
 //
 // Run as "escapeprobe sleep" it sleeps (fork children); "escapeprobe eat N"
 // touches N MiB; "escapeprobe euid" prints its effective uid; "escapeprobe
@@ -215,6 +216,17 @@ func probe(check, target string) (bool, string) {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return resp.StatusCode == 200, fmt.Sprintf("%d %s", resp.StatusCode, b)
+	case "download":
+		resp, err := http.Get(target)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		n, err := io.Copy(io.Discard, resp.Body)
+		if err != nil {
+			return false, err.Error()
+		}
+		return resp.StatusCode == 200, strconv.FormatInt(n, 10)
 	case "raw":
 		c, err := net.DialTimeout("tcp", target, 2*time.Second)
 		if err != nil {
