@@ -41,7 +41,7 @@ GREMLINS    ?= github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
 RACE_PKGS := $(wildcard internal/proxy internal/audit internal/cage internal/guard)
 MODULE    := github.com/mcpcage/mcpcage
 
-.PHONY: setup demo build install npm release images test unit race fuzz-short fuzz fuzz-weekly bench bench-scan compat vet lint staticcheck actionlint mutation
+.PHONY: setup demo build install npm release images test unit race fuzz-short fuzz fuzz-weekly bench bench-egress bench-scan compat vet lint staticcheck actionlint mutation
 
 setup:
 	./.ci/setup

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -41,10 +40,6 @@ func newEgressGatewayCmd(io *IOStreams) *cobra.Command {
 				return err
 			}
 			g := &egress.Gateway{Policy: p, Addr: addr, Events: egress.JSONEvents(io.Out)}
-			if pem := os.Getenv(egress.EnvRoots); pem != "" {
-				g.Roots = x509.NewCertPool()
-				g.Roots.AppendCertsFromPEM([]byte(pem))
-			}
 			if err := g.Listen(); err != nil {
 				return err
 			}

@@ -52,11 +52,19 @@ func egressSetup(t *testing.T, cli *client.Client) (*cagetest.Internet, []string
 		t.Fatal(err)
 	}
 	t.Cleanup(in.Close)
+	// The test's CA joins the ones this machine already needs (a
+	// TLS-intercepting proxy in front of the registry).
+	bundle := append([]byte(nil), in.CA...)
+	if f := os.Getenv("NODE_EXTRA_CA_CERTS"); f != "" {
+		if b, err := os.ReadFile(f); err == nil {
+			bundle = append(append(bundle, '\n'), b...)
+		}
+	}
 	ca := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(ca, in.CA, 0o644); err != nil {
+	if err := os.WriteFile(ca, bundle, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return in, []string{cage.EnvGatewayBinary + "=" + gatewayPath, "NODE_EXTRA_CA_CERTS=" + ca, EnvEgressNetwork + "=" + in.Network}
+	return in, []string{cage.EnvGatewayBinary + "=" + gatewayPath, "NODE_EXTRA_CA_CERTS=" + ca, "SSL_CERT_FILE=" + ca, EnvEgressNetwork + "=" + in.Network}
 }
 
 const openAPISpec = `{"openapi":"3.0.0","info":{"title":"Status","version":"1.0.0"},

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/jsonmessage"
@@ -215,9 +217,11 @@ func StartGateway(ctx context.Context, cli *client.Client, spec EgressSpec) (*Ga
 	subnet := ni.IPAM.Config[0].Subnet
 	pids := int64(64)
 	cfg := &container.Config{
-		Image:        img,
-		Cmd:          append([]string{"--subnet", subnet}, spec.Policy.Args()...),
-		Env:          []string{egress.EnvRoots + "=" + gatewayRoots()},
+		Image: img,
+		Cmd:   append([]string{"--subnet", subnet}, spec.Policy.Args()...),
+		// The gateway verifies the hosts it speaks TLS to itself with
+		// these (Go reads every file of SSL_CERT_DIR).
+		Env:          []string{"SSL_CERT_DIR=/etc/mcpcage/ca"},
 		User:         "65534:65534",
 		AttachStdout: true,
 		AttachStderr: true,
@@ -231,6 +235,7 @@ func StartGateway(ctx context.Context, cli *client.Client, spec EgressSpec) (*Ga
 		IpcMode:        "private",
 		LogConfig:      container.LogConfig{Type: "none"},
 		Sysctls:        map[string]string{"net.ipv4.ip_unprivileged_port_start": "0"},
+		Mounts:         gatewayRoots(),
 		Resources: container.Resources{
 			Memory: 64 << 20, MemorySwap: 64 << 20, NanoCPUs: 1e9, PidsLimit: &pids,
 			Ulimits: []*container.Ulimit{{Name: "core", Soft: 0, Hard: 0}},
@@ -357,29 +362,30 @@ func (g *Gateway) remove(ctx context.Context) error {
 	return firstErr
 }
 
-// gatewayRoots are the CAs the gateway verifies hosts with when it speaks
-// TLS itself (a client that sends https:// URLs to HTTPS_PROXY in plain
-// text): the system's bundle and those the user configured, as PEM.
-func gatewayRoots() string {
-	var b strings.Builder
+// gatewayRoots are the CA files the gateway verifies hosts with when it
+// speaks TLS itself (a client that sends https:// URLs to HTTPS_PROXY in
+// plain text): the system's bundle and those the user configured, mounted
+// read-only.
+func gatewayRoots() []mount.Mount {
 	files := []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"}
 	for _, k := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "PIP_CERT"} {
 		if v := os.Getenv(k); v != "" {
 			files = append(files, v)
 		}
 	}
+	var ms []mount.Mount
 	seen := map[string]bool{}
 	for _, f := range files {
-		if seen[f] {
+		abs, err := filepath.Abs(f)
+		if err != nil || seen[abs] {
 			continue
 		}
-		seen[f] = true
-		if data, err := os.ReadFile(f); err == nil && len(data) < 4<<20 {
-			b.Write(data)
-			b.WriteByte('\n')
+		seen[abs] = true
+		if st, err := os.Stat(abs); err == nil && st.Mode().IsRegular() {
+			ms = append(ms, mount.Mount{Type: mount.TypeBind, Source: abs, Target: "/etc/mcpcage/ca/" + strconv.Itoa(len(ms)) + ".pem", ReadOnly: true})
 		}
 	}
-	return b.String()
+	return ms
 }
 
 // reapNetworks removes the egress networks whose owner is gone (after Reap

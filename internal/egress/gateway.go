@@ -16,9 +16,6 @@ import (
 	"time"
 )
 
-// EnvRoots holds the PEM CAs of the gateway container (Gateway.Roots).
-const EnvRoots = "MCPCAGE_EGRESS_ROOTS"
-
 // ProxyPort is where the gateway also listens for servers that honour
 // HTTPS_PROXY / HTTP_PROXY.
 const ProxyPort = 3128
