@@ -23,6 +23,8 @@ type IOStreams struct {
 	ErrOut io.Writer
 	// InTTY and OutTTY say whether stdin and stdout are terminals (prompts, colour).
 	InTTY, OutTTY bool
+	// ErrTTY says whether stderr is a terminal (progress and banners).
+	ErrTTY bool
 }
 
 // Color reports whether output may use ANSI colour: on a terminal, unless NO_COLOR is set.
@@ -35,6 +37,7 @@ func systemStreams() *IOStreams {
 		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
 		InTTY:  term.IsTerminal(int(os.Stdin.Fd())),
 		OutTTY: term.IsTerminal(int(os.Stdout.Fd())),
+		ErrTTY: term.IsTerminal(int(os.Stderr.Fd())),
 	}
 }
 

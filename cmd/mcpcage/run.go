@@ -315,6 +315,20 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 	return p, nil
 }
 
+// handBanner tells a person who started `mcpcage run` on a terminal what
+// it runs and that it now waits for an MCP client on stdin: without it the
+// terminal shows nothing at all. A client's stdin is never a terminal.
+func handBanner(io *IOStreams, name string, command []string, image string) {
+	if !io.InTTY || !io.ErrTTY {
+		return
+	}
+	what := strings.Join(command, " ")
+	if image != "" {
+		what = "image " + image
+	}
+	untrusted.Fprintf(io.ErrOut, "mcpcage: running %q (%s) in a cage; it speaks MCP on stdin/stdout and waits for a client: put this command in your client's config, or type JSON-RPC lines here (Ctrl-C stops)\n", name, what)
+}
+
 // dockerHint adds to an error of cage.Connect the hint for its cause.
 func dockerHint(err error) error {
 	var de *cage.DockerError
@@ -416,6 +430,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	for _, n := range p.notes {
 		untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: warning: %s\n", n)
 	}
+	handBanner(opts.IO, p.name, opts.Command, opts.Image)
 	c, l, err := setUpCage(ctx, opts, p)
 	if err != nil {
 		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start %q: %v", p.name, err))
