@@ -43,6 +43,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,6 +61,20 @@ import (
 
 	"github.com/mcpcage/mcpcage/internal/launch"
 )
+
+// ShmSize is the size of the cage's /dev/shm (Docker's default is 64 MiB).
+const ShmSize = 4 << 20
+
+// maskedPaths are the /proc and /sys paths the cage hides: the engine's
+// default list (github.com/docker/docker/oci, defaultLinuxMaskedPaths; it is
+// repeated because MaskedPaths replaces it, and that package would pull the
+// engine's runtime dependencies into mcpcage), and /proc/cmdline, which
+// shows the host kernel's boot parameters.
+var maskedPaths = []string{
+	"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+	"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware",
+	"/sys/devices/virtual/powercap", "/proc/cmdline",
+}
 
 // HomeInContainer is where the server's private HOME is mounted.
 const HomeInContainer = "/home/mcp"
@@ -450,6 +465,10 @@ func configs(spec Spec) (*container.Config, *container.HostConfig, error) {
 	if tmp <= 0 {
 		tmp = DefaultTmpSize
 	}
+	uid, gid, _ := strings.Cut(User(), ":")
+	// The engine masks each CPU's thermal_throttle too (GHSA-6fw5-f8r9-fgfm).
+	throttle, _ := filepath.Glob("/sys/devices/system/cpu/cpu[0-9]*/thermal_throttle")
+	masked := append(append([]string(nil), maskedPaths...), throttle...)
 	labels := Self().Labels()
 	labels[LabelCage] = "1"
 	labels[LabelName] = spec.Name
@@ -502,8 +521,16 @@ func configs(spec Spec) (*container.Config, *container.HostConfig, error) {
 		Init:           &init,
 		IpcMode:        "private",
 		LogConfig:      container.LogConfig{Type: "none"},
-		Tmpfs:          map[string]string{"/tmp": "rw,nosuid,nodev,exec,mode=1777,size=" + strconv.FormatInt(tmp, 10)},
-		Mounts:         mounts,
+		// uid= and gid=: Docker copies the mode of the image's own /tmp
+		// onto the tmpfs whatever mode= says (engine 20.10), and images
+		// made from scratch often have it 0755 and root's.
+		Tmpfs: map[string]string{"/tmp": "rw,nosuid,nodev,exec,mode=1777,size=" + strconv.FormatInt(tmp, 10) + ",uid=" + uid + ",gid=" + gid},
+		// /dev/shm is writable memory too: small, and like /tmp charged
+		// to the memory limit.
+		ShmSize: ShmSize,
+		// Docker's own list, plus the host kernel's command line.
+		MaskedPaths: masked,
+		Mounts:      mounts,
 		Resources: container.Resources{
 			Memory:     mem,
 			MemorySwap: mem,

@@ -501,3 +501,53 @@ func TestEscapeUnixSocket(t *testing.T) {
 		plain.escapes("unix", s)
 	}
 }
+
+// TestCageScratchTmp: an image whose own /tmp is 0755 and root's (made from
+// scratch) still gets a /tmp the cage's user can write.
+func TestCageScratchTmp(t *testing.T) {
+	cli, _ := dockerAndProbe(t)
+	img, err := cagetest.BuildScratchTmpImage(context.Background(), cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProbe(t, cli, Spec{Image: img}, nil)
+	if r := p.probe("write", "/tmp/x"); !r.Escaped {
+		t.Errorf("/tmp of a scratch image is not writable by the cage's user: %s", r.Detail)
+	}
+}
+
+// TestEscapeWritablePlaces: what the server can write is exactly the places
+// docs/cage.md lists (HOME, /tmp, /dev/shm, /dev/mqueue, :rw mounts), and
+// /dev/shm is small (ShmSize, charged to --memory like /tmp); the host's
+// kernel command line is hidden.
+func TestEscapeWritablePlaces(t *testing.T) {
+	cli, img := dockerAndProbe(t)
+	home, rw, ro := t.TempDir(), t.TempDir(), t.TempDir()
+	var uid, gid int
+	fmt.Sscanf(User(), "%d:%d", &uid, &gid)
+	for _, d := range []string{home, rw, ro} {
+		os.Chown(d, uid, gid)
+	}
+	p := startProbe(t, cli, Spec{Image: img, Home: home, Mounts: []Mount{{Source: rw, Target: rw, Writable: true}, {Source: ro, Target: ro}}}, nil)
+	r := p.probe("writable", "")
+	allowed := map[string]bool{"/tmp": true, "/dev/shm": true, "/dev/mqueue": true, HomeInContainer: true, rw: true}
+	for _, w := range strings.Fields(r.Detail) {
+		if !allowed[w] {
+			t.Errorf("ESCAPE: the server can write %s, which docs/cage.md does not list", w)
+		}
+	}
+	for _, w := range []string{"/tmp", HomeInContainer, rw} {
+		if !strings.Contains(" "+r.Detail+" ", " "+w+" ") {
+			t.Errorf("%s should be writable: %s", w, r.Detail)
+		}
+	}
+	if r := p.held("fill", "/dev/shm/f:"+fmt.Sprint(8<<20)); !strings.Contains(r.Detail, "no space left") {
+		t.Errorf("/dev/shm should fill up at %d bytes: %s", ShmSize, r.Detail)
+	}
+	if r := p.probe("read", "/proc/cmdline"); r.Escaped && r.Detail != "read 0 bytes" {
+		t.Errorf("ESCAPE: the host's kernel command line is visible: %s", r.Detail)
+	}
+	// Control: Docker's default /dev/shm (64 MiB) takes the same 8 MiB.
+	open := startProbe(t, cli, Spec{Image: img}, func(_ *container.Config, hc *container.HostConfig) { hc.ShmSize = 0 })
+	open.escapes("fill", "/dev/shm/f:"+fmt.Sprint(8<<20))
+}

@@ -33,13 +33,27 @@ const ProbeImage = "mcpcage-test/escape-probe:latest"
 // disk) and /tmp. The image says USER 0, so the cage's own user is what keeps
 // the server from being root. It returns the image ID.
 func BuildProbeImage(ctx context.Context, cli *client.Client) (string, error) {
+	return buildProbe(ctx, cli, ProbeImage, 0o1777)
+}
+
+// ScratchTmpImage is the tag BuildScratchTmpImage gives its image.
+const ScratchTmpImage = "mcpcage-test/escape-probe-tmp755:latest"
+
+// BuildScratchTmpImage is BuildProbeImage with /tmp 0755 and root's, as in
+// images made from scratch by hand: Docker copies that mode onto the tmpfs
+// it mounts there. It returns the image ID.
+func BuildScratchTmpImage(ctx context.Context, cli *client.Client) (string, error) {
+	return buildProbe(ctx, cli, ScratchTmpImage, 0o755)
+}
+
+func buildProbe(ctx context.Context, cli *client.Client, tag string, tmpMode int64) (string, error) {
 	code, err := buildStatic(ctx, "github.com/mcpcage/mcpcage/internal/cage/escapeprobe")
 	if err != nil {
 		return "", err
 	}
-	return importImage(ctx, cli, ProbeImage, []string{`ENTRYPOINT ["/probe"]`, "USER 0"}, func(add func(*tar.Header, []byte)) {
+	return importImage(ctx, cli, tag, []string{`ENTRYPOINT ["/probe"]`, "USER 0"}, func(add func(*tar.Header, []byte)) {
 		add(&tar.Header{Name: "data/", Typeflag: tar.TypeDir, Mode: 0o777, Uid: 1000, Gid: 1000}, nil)
-		add(&tar.Header{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777}, nil)
+		add(&tar.Header{Name: "tmp/", Typeflag: tar.TypeDir, Mode: tmpMode}, nil)
 		add(&tar.Header{Name: "etc/", Typeflag: tar.TypeDir, Mode: 0o755}, nil)
 		add(&tar.Header{Name: "etc/passwd", Typeflag: tar.TypeReg, Mode: 0o644}, []byte("root:x:0:0:root:/root:/probe\n"))
 		add(&tar.Header{Name: "probe", Typeflag: tar.TypeReg, Mode: 0o755}, code)

@@ -30,6 +30,8 @@
 //	raw T=host:port   a TCP service at T greets and echoes (detail: the greeting)
 //	sni T=addr/name   a TLS handshake with addr, naming name, completes
 //	download T=url    a GET of T is read to the end (detail: bytes)
+//	writable          every mount point (folder or file) the server can
+//	                  write, space-separated in detail; "escaped" when any
 //
 // Run as "escapeprobe sleep" it sleeps (fork children); "escapeprobe eat N"
 // touches N MiB; "escapeprobe euid" prints its effective uid; "escapeprobe
@@ -422,6 +424,42 @@ func probe(check, target string) (bool, string) {
 			return true, "connected, no greeting: " + errDetail(err)
 		}
 		return true, fmt.Sprintf("connected, the host said %q", buf[:n])
+	case "writable":
+		b, err := os.ReadFile("/proc/self/mountinfo")
+		if err != nil {
+			return false, err.Error()
+		}
+		var found []string
+		for _, l := range strings.Split(string(b), "\n") {
+			f := strings.Fields(l)
+			if len(f) < 5 {
+				continue
+			}
+			mp := strings.ReplaceAll(f[4], "\\040", " ")
+			st, err := os.Stat(mp)
+			if err != nil {
+				continue
+			}
+			switch {
+			case st.IsDir():
+				t, err := os.CreateTemp(mp, ".probe-")
+				if err != nil {
+					continue
+				}
+				t.Close()
+				os.Remove(t.Name())
+			case st.Mode().IsRegular():
+				w, err := os.OpenFile(mp, os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					continue
+				}
+				w.Close()
+			default:
+				continue
+			}
+			found = append(found, mp)
+		}
+		return len(found) > 0, strings.Join(found, " ")
 	case "socketpair":
 		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 		if err != nil {
