@@ -416,8 +416,10 @@ func TestRunSignalRemovesCage(t *testing.T) {
 		go func() { done <- cmd.Wait() }()
 		select {
 		case err := <-done:
-			if err != nil {
-				t.Errorf("%v: mcpcage ended with %v\n%s", sig, err, errs.String())
+			// The user stopped the session: 128 + the signal's number.
+			ee, ok := err.(*exec.ExitError)
+			if want := 128 + int(sig.(syscall.Signal)); !ok || ee.ExitCode() != want {
+				t.Errorf("%v: mcpcage ended with %v, want status %d\n%s", sig, err, want, errs.String())
 			}
 		case <-time.After(30 * time.Second):
 			cmd.Process.Kill()

@@ -617,7 +617,7 @@ func fixRun(opts *ProtectOptions, reports []*fileReport, ledger *clients.Ledger)
 	// `go run` builds into a temporary directory that is gone afterwards,
 	// and a checkout's bin/ changes at the next build: clients would be left
 	// pointing at nothing, or at whatever was built last.
-	if why := transientExe(opts.Exe); why != "" && !opts.AllowTempExe {
+	if why := transientExe(opts.Exe); why != "" && !opts.AllowTempExe && os.Getenv("MCPCAGE_ALLOW_TEMP_EXE") != "1" {
 		return &ExitError{Code: exitUsage, Err: withHint(fmt.Errorf("this mcpcage (%s) is %s: every client config would point at it", opts.Exe, why),
 			"install mcpcage (npm install -g mcpcage, or make install) and run the installed one's protect --fix; --allow-temp-exe writes this path anyway")}
 	}

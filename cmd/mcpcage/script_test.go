@@ -12,6 +12,11 @@ import (
 var scriptCommands = map[string]func(){}
 
 func TestMain(m *testing.M) {
+	// Test programs live in temporary folders, which protect --fix refuses
+	// to write into configs unless told (protect_temp_exe.txtar unsets it).
+	if _, ok := os.LookupEnv("MCPCAGE_ALLOW_TEMP_EXE"); !ok {
+		os.Setenv("MCPCAGE_ALLOW_TEMP_EXE", "1")
+	}
 	for _, add := range []func(){scriptAudit, scriptDockerErrors, scriptAudit2, scriptBare, scriptCage, scriptCage2, scriptPinCage, scriptProtect} {
 		add()
 	}
