@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
@@ -182,7 +183,7 @@ func StartGateway(ctx context.Context, cli *client.Client, spec EgressSpec) (*Ga
 		upstream = "bridge"
 	}
 	if _, err := cli.NetworkInspect(ctx, upstream, network.InspectOptions{}); err != nil {
-		if client.IsErrNotFound(err) {
+		if cerrdefs.IsNotFound(err) {
 			return nil, &launch.UsageError{Msg: fmt.Sprintf("the egress network %q does not exist", upstream), Hint: "give an existing network with --egress-network (docker network ls)"}
 		}
 		return nil, fmt.Errorf("cannot inspect the egress network %q: %s", upstream, oneLine(err))
@@ -350,12 +351,12 @@ func (g *Gateway) remove(ctx context.Context) error {
 	defer cancel()
 	var firstErr error
 	if g.id != "" {
-		if err := g.cli.ContainerRemove(rctx, g.id, container.RemoveOptions{Force: true}); err != nil && !client.IsErrNotFound(err) {
+		if err := g.cli.ContainerRemove(rctx, g.id, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			firstErr = fmt.Errorf("cannot remove the egress gateway: %s", oneLine(err))
 		}
 	}
 	if g.netID != "" {
-		if err := g.cli.NetworkRemove(rctx, g.netID); err != nil && !client.IsErrNotFound(err) && firstErr == nil {
+		if err := g.cli.NetworkRemove(rctx, g.netID); err != nil && !cerrdefs.IsNotFound(err) && firstErr == nil {
 			firstErr = fmt.Errorf("cannot remove the cage's network %s: %s", g.netName, oneLine(err))
 		}
 	}
@@ -401,7 +402,7 @@ func reapNetworks(ctx context.Context, cli *client.Client) ([]string, error) {
 		if ownerFromLabels(n.Labels).State() != OwnerGone {
 			continue
 		}
-		if err := cli.NetworkRemove(ctx, n.ID); err != nil && !client.IsErrNotFound(err) {
+		if err := cli.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
 			if firstErr == nil {
 				firstErr = fmt.Errorf("cannot remove orphaned network %s: %s", n.Name, oneLine(err))
 			}
