@@ -78,7 +78,7 @@ func (l *eventLog) all() []egress.Event {
 // cagedBehindGateway starts a gateway for policy and the probe on its
 // network, trusting the test's CA through SSL_CERT_FILE (as the CA bundle
 // reaches a real server).
-func cagedBehindGateway(t *testing.T, cli *client.Client, img string, in *cagetest.Internet, pol egress.Policy) (*probeSession, *Gateway, *eventLog, string) {
+func cagedBehindGateway(t *testing.T, cli *client.Client, _ string, in *cagetest.Internet, pol egress.Policy) (*probeSession, *Gateway, *eventLog, string) {
 	t.Helper()
 	staticGateway(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -92,7 +92,7 @@ func cagedBehindGateway(t *testing.T, cli *client.Client, img string, in *cagete
 	t.Cleanup(func() { gw.Stop(context.Background()) })
 	// Built again (a no-op when unchanged): tests of other checkouts on
 	// the same engine retag the probe image and drop the old one.
-	img, err = cagetest.BuildProbeImage(ctx, cli)
+	img, err := cagetest.BuildProbeImage(ctx, cli)
 	if err != nil {
 		t.Fatal(err)
 	}
