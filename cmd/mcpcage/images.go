@@ -22,7 +22,6 @@ import (
 	"github.com/mcpcage/mcpcage/internal/install"
 )
 
-
 func newImagesCmd(io *IOStreams) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpcage/mcpcage/internal/clients"
-	"github.com/mcpcage/mcpcage/internal/untrusted"
 	"github.com/mcpcage/mcpcage/internal/secrets"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 // UnwrapOptions are the inputs of `mcpcage unwrap`.
