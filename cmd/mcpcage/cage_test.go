@@ -28,6 +28,7 @@ import (
 
 	"github.com/mcpcage/mcpcage/internal/cage"
 	"github.com/mcpcage/mcpcage/internal/cage/cagetest"
+	"github.com/mcpcage/mcpcage/internal/launch"
 )
 
 func scriptCage() {
@@ -304,8 +305,8 @@ func TestRunOrphanReaped(t *testing.T) {
 	for _, e := range entries {
 		if e.OwnerPID == pid {
 			found = true
-			if e.Owner != "gone" || e.Name != "escape-probe" {
-				t.Errorf("ps shows the orphan as %+v", e)
+			if want := launch.DeriveName("image", "", cagetest.ProbeImage); e.Owner != "gone" || e.Name != want {
+				t.Errorf("ps shows the orphan as %+v, want owner gone and name %q", e, want)
 			}
 		}
 	}
@@ -447,7 +448,8 @@ func TestRunPackageNotFound(t *testing.T) {
 	if !strings.Contains(errOut.String(), "mcpcage: error: npm package \"@mcpcage-test/no-such-package-4f1d2c\" not found") {
 		t.Errorf("stderr:\n%s", errOut.String())
 	}
-	if !strings.Contains(out.String(), `"id":1,"error":{"code":-32603,"message":"mcpcage could not start \"mcpcage-test-no-such-package-4f1d2c\": npm package`) {
+	name := launch.DeriveName("npx", "@mcpcage-test/no-such-package-4f1d2c", "")
+	if !strings.Contains(out.String(), `"id":1,"error":{"code":-32603,"message":"mcpcage could not start \"`+name+`\": npm package`) {
 		t.Errorf("stdout: %s", out.String())
 	}
 }
