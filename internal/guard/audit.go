@@ -25,7 +25,7 @@ import (
 // auditDefinitionHash is the "def" of a call record: SHA-256 of the pin
 // canonical form of the tool's definition, so it matches what was pinned.
 func auditDefinitionHash(def []byte) string {
-	c, err := pin.Canonical(def)
+	c, err := pin.CanonicalItem(pin.Tools, def)
 	if err != nil {
 		return ""
 	}

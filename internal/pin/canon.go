@@ -13,19 +13,50 @@ import (
 // exhaust the stack.
 const maxDepth = 128
 
-// Canonical returns the form of one JSON value that pins compare: members
-// whose value is null, {} or [] are dropped from every object at any depth
-// (so "no annotations" and "annotations": {} are the same definition), then
-// the result is canonicalized per RFC 8785 (JCS: members sorted, minimal
-// string escapes, no whitespace, floats in ECMAScript form), except that
-// integers keep their exact digits so a change beyond 2^53 is still seen.
+// MaxDepth is the deepest nesting a pinned item may have; the scanner reads
+// items and results to the same depth.
+const MaxDepth = maxDepth
+
+// Canonical returns the RFC 8785 form of one JSON value (JCS: members
+// sorted, minimal string escapes, no whitespace, floats in ECMAScript form),
+// except that integers keep their exact digits so a change beyond 2^53 is
+// still seen. Nothing is dropped: an empty member ({"enum": []}, a property
+// named {"IMPORTANT_...": {}}) is part of the value.
 //
-// Input must be valid UTF-8 JSON with no duplicate member names; anything
-// else is an error, never a guess.
+// Input must be valid UTF-8 JSON with no duplicate member names, nested at
+// most MaxDepth deep; anything else is an error, never a guess.
 func Canonical(raw []byte) ([]byte, error) {
+	return canonical(raw, nil)
+}
+
+// CanonicalItem is the form in which pins compare one item of kind k: its
+// Canonical form, less the top-level members itemDefaults names when their
+// value is null or the empty value written there. Those are the optional
+// members of the MCP schema for which "absent" and "empty" say the same to
+// a client ("annotations": {} is no annotations); an empty value anywhere
+// else, or under any other name, counts.
+func CanonicalItem(k Kind, raw []byte) ([]byte, error) {
+	return canonical(raw, itemDefaults[k])
+}
+
+// itemDefaults lists, per kind, the top-level members whose empty value is
+// the same as no member: "null" (only null), "{}" (null or {}) or "[]"
+// (null or []).
+var itemDefaults = map[Kind]map[string]string{
+	Tools: {"title": "null", "description": "null", "outputSchema": "null",
+		"annotations": "{}", "execution": "{}", "_meta": "{}", "icons": "[]"},
+	Prompts: {"title": "null", "description": "null",
+		"arguments": "[]", "_meta": "{}", "icons": "[]"},
+	Resources: {"title": "null", "description": "null", "mimeType": "null", "size": "null",
+		"annotations": "{}", "_meta": "{}", "icons": "[]"},
+	Templates: {"title": "null", "description": "null", "mimeType": "null",
+		"annotations": "{}", "_meta": "{}", "icons": "[]"},
+}
+
+func canonical(raw []byte, defaults map[string]string) ([]byte, error) {
 	dec, done := getDecoder(raw)
 	defer done()
-	out, _, err := normalize(dec, make([]byte, 0, len(raw)), 0)
+	out, _, err := normalize(dec, make([]byte, 0, len(raw)), 0, defaults)
 	if err != nil {
 		return nil, err
 	}
@@ -39,49 +70,52 @@ func Canonical(raw []byte) ([]byte, error) {
 	return v, nil
 }
 
-// normalize appends the next value with empty members dropped, and reports
-// whether the value itself is null, {} or [].
-func normalize(dec *jsontext.Decoder, dst []byte, depth int) ([]byte, bool, error) {
+// normalize appends the next value, checked for depth and numbers out of
+// range; in the object at depth 0 it leaves out the members defaults names
+// whose value is empty in the way written there. It reports the value's
+// empty form: "null", "{}", "[]" or "" for any other value.
+func normalize(dec *jsontext.Decoder, dst []byte, depth int, defaults map[string]string) ([]byte, string, error) {
 	if depth > maxDepth {
-		return nil, false, fmt.Errorf("invalid JSON: nested deeper than %d", maxDepth)
+		return nil, "", fmt.Errorf("invalid JSON: nested deeper than %d", maxDepth)
 	}
 	switch dec.PeekKind() {
 	case '{':
 		if _, err := dec.ReadToken(); err != nil {
-			return nil, false, err
+			return nil, "", err
 		}
 		dst = append(dst, '{')
 		n := 0
 		for dec.PeekKind() != '}' {
 			name, err := dec.ReadToken()
 			if err != nil {
-				return nil, false, err
+				return nil, "", err
 			}
+			key := name.String()
 			mark := len(dst)
 			if n > 0 {
 				dst = append(dst, ',')
 			}
-			if dst, err = jsontext.AppendQuote(dst, name.String()); err != nil {
-				return nil, false, err
+			if dst, err = jsontext.AppendQuote(dst, key); err != nil {
+				return nil, "", err
 			}
 			dst = append(dst, ':')
-			var empty bool
-			if dst, empty, err = normalize(dec, dst, depth+1); err != nil {
-				return nil, false, err
+			var empty string
+			if dst, empty, err = normalize(dec, dst, depth+1, nil); err != nil {
+				return nil, "", err
 			}
-			if empty {
+			if def, ok := defaults[key]; ok && depth == 0 && (empty == "null" || empty != "" && empty == def) {
 				dst = dst[:mark]
 				continue
 			}
 			n++
 		}
 		if _, err := dec.ReadToken(); err != nil {
-			return nil, false, err
+			return nil, "", err
 		}
-		return append(dst, '}'), n == 0, nil
+		return append(dst, '}'), emptyIf(n == 0, "{}"), nil
 	case '[':
 		if _, err := dec.ReadToken(); err != nil {
-			return nil, false, err
+			return nil, "", err
 		}
 		dst = append(dst, '[')
 		n := 0
@@ -90,31 +124,38 @@ func normalize(dec *jsontext.Decoder, dst []byte, depth int) ([]byte, bool, erro
 				dst = append(dst, ',')
 			}
 			var err error
-			if dst, _, err = normalize(dec, dst, depth+1); err != nil {
-				return nil, false, err
+			if dst, _, err = normalize(dec, dst, depth+1, nil); err != nil {
+				return nil, "", err
 			}
 			n++
 		}
 		if _, err := dec.ReadToken(); err != nil {
-			return nil, false, err
+			return nil, "", err
 		}
-		return append(dst, ']'), n == 0, nil
+		return append(dst, ']'), emptyIf(n == 0, "[]"), nil
 	case 0:
 		_, err := dec.ReadToken() // surfaces the syntax error
 		if err == nil || err == io.EOF {
 			err = errors.New("invalid JSON: no value")
 		}
-		return nil, false, err
+		return nil, "", err
 	}
 	v, err := dec.ReadValue()
 	if err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	if v.Kind() == '0' {
 		// JCS would clamp 1e999 and 2e999 to the same number.
 		if _, err := strconv.ParseFloat(string(v), 64); err != nil {
-			return nil, false, fmt.Errorf("invalid JSON: number %.40s out of range", v)
+			return nil, "", fmt.Errorf("invalid JSON: number %.40s out of range", v)
 		}
 	}
-	return append(dst, v...), v.Kind() == 'n', nil
+	return append(dst, v...), emptyIf(v.Kind() == 'n', "null"), nil
+}
+
+func emptyIf(ok bool, form string) string {
+	if ok {
+		return form
+	}
+	return ""
 }

@@ -143,7 +143,7 @@ func (ix *Index) canonical(j int) ([]byte, error) {
 	if ok {
 		return c, nil
 	}
-	c, err := Canonical(ix.items[j])
+	c, err := CanonicalItem(ix.kind, ix.items[j])
 	if err != nil {
 		return nil, err
 	}
@@ -154,9 +154,11 @@ func (ix *Index) canonical(j int) ([]byte, error) {
 }
 
 // Compare returns every difference between the approved items of kind k and
-// the current ones, sorted by key. Items compare by their Canonical form, so
-// member order, whitespace, escapes and empty members never count; identical
-// bytes are taken as equal without canonicalizing.
+// the current ones, sorted by key. Items compare by their CanonicalItem form,
+// so member order, whitespace and escapes never count, nor an empty value of
+// an optional top-level member ("annotations": {}); every other member,
+// empty or not, does. Identical bytes are taken as equal without
+// canonicalizing.
 func Compare(k Kind, approved, current []jsontext.Value) ([]Change, error) {
 	ix, err := NewIndex(k, approved)
 	if err != nil {
@@ -192,7 +194,7 @@ func (ix *Index) Compare(current []jsontext.Value) ([]Change, error) {
 		if err != nil {
 			return nil, fmt.Errorf("approved %s %q: %w", k.Noun(), key, err)
 		}
-		fields, err := changedFields(oc, current[i])
+		fields, err := changedFields(k, oc, current[i])
 		if err != nil {
 			return nil, fmt.Errorf("%s %q: %w", k.Noun(), key, err)
 		}
@@ -215,8 +217,8 @@ func (ix *Index) Compare(current []jsontext.Value) ([]Change, error) {
 
 // changedFields returns the top-level members whose canonical forms differ,
 // or nil when the two items are the same definition.
-func changedFields(oc []byte, cur jsontext.Value) ([]string, error) {
-	cc, err := Canonical(cur)
+func changedFields(k Kind, oc []byte, cur jsontext.Value) ([]string, error) {
+	cc, err := CanonicalItem(k, cur)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +314,7 @@ func PendingHash(f *File) (string, error) {
 		sort.Strings(keys)
 		fmt.Fprintf(h, "kind %s %d\n", k, len(keys))
 		for _, key := range keys {
-			c, err := Canonical(items[idx[key]])
+			c, err := CanonicalItem(k, items[idx[key]])
 			if err != nil {
 				return "", err
 			}

@@ -9,13 +9,15 @@
 // prompts with their arguments (by "name"), resources (by "uri") and resource
 // templates (by "uriTemplate"); and the server's "instructions" from the
 // initialize (or server/discover) result. An item is compared by its
-// Canonical form: members whose value is null, {} or [] are dropped at any
-// depth (so "no annotations" and "annotations": {} never differ), then RFC 8785
-// canonicalization (member order, whitespace and string escapes never count),
-// with integers kept digit for digit. Anything else is drift: a flip of
-// destructiveHint from false to true, a zero-width character added to a
-// description, a tool added or removed. A list that names one item twice is
-// refused, never guessed about.
+// CanonicalItem form: RFC 8785 canonicalization (member order, whitespace and
+// string escapes never count, integers kept digit for digit), less an empty
+// value (null, {} or [] as itemDefaults lists) of the optional top-level
+// members the MCP schema defines, so "no annotations" and "annotations": {}
+// never differ. Nothing else is dropped: an empty member inside a schema or
+// under any other name is what the client receives, and counts. Anything
+// else is drift: a flip of destructiveHint from false to true, a zero-width
+// character added to a description, a tool added or removed. A list that
+// names one item twice is refused, never guessed about.
 //
 // # Behaviour in a session (Policy)
 //

@@ -107,7 +107,7 @@ func (c Change) FieldValues(field string) (old, cur []byte) {
 		if v == nil {
 			return nil
 		}
-		cv, err := Canonical(v)
+		cv, err := CanonicalItem(c.Kind, v)
 		if err != nil {
 			return v
 		}
