@@ -609,6 +609,10 @@ func setUpCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Cage, l
 		if p.gateway != nil {
 			_ = p.gateway.Stop(ctx)
 		}
+		var ae *cage.AccessError
+		if errors.As(err, &ae) {
+			return nil, launch.Launch{}, &ExitError{Code: exitUsage, Err: withHint(err, "%s", ae.Hint())}
+		}
 		var im *cage.ImageMissingError
 		if errors.As(err, &im) {
 			return fail(withHint(err, "docker pull %s (or `sudo mcpcage images build`), then try again", im.Image))

@@ -23,7 +23,9 @@
 //   - memory (no swap), pids and CPU limits, no core dumps;
 //   - HOME=/home/mcp, a private per-server folder of the host mounted read-write,
 //     and the given Mounts at their own paths; no other host path and never
-//     the Docker socket (ResolveMount refuses it);
+//     the Docker socket (ResolveMount refuses it); a mount the cage's user
+//     could not read (or, for a writable one, write) is refused before the
+//     container is created (CheckAccess);
 //   - logging driver "none": what the server prints is not kept by Docker;
 //   - environment variables only as given, passed in the API request body,
 //     never in any argv.
@@ -60,6 +62,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/mcpcage/mcpcage/internal/launch"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 // ShmSize is the size of the cage's /dev/shm (Docker's default is 64 MiB).
@@ -343,6 +346,11 @@ func start(ctx context.Context, cli *client.Client, spec Spec, tweak func(*conta
 	}
 	if spec.Session == "" {
 		spec.Session = randomHex(8)
+	}
+	for _, m := range spec.Mounts {
+		if err := CheckAccess(m); err != nil {
+			return nil, err
+		}
 	}
 	cfg, hc, err := configs(spec)
 	if err != nil {
@@ -757,11 +765,13 @@ func (w *roWatcher) check(line string) {
 		}
 	}
 	w.seen[p] = true
+	// The path is the server's: shown escaped (a bidi control is no
+	// control character to unicode.IsControl).
 	var msg string
 	if within(p, HomeInContainer) {
-		msg = fmt.Sprintf("mcpcage: hint: %q could not write %s: HOME is not writable; check that %s is writable by the cage's user (%s)", w.name, p, HomeInContainer, User())
+		msg = untrusted.Sprintf("mcpcage: hint: %q could not write %s: HOME is not writable; check that %s is writable by the cage's user (%s)", w.name, p, HomeInContainer, User())
 	} else {
-		msg = fmt.Sprintf("mcpcage: hint: %q could not write %s: the cage's disk is read-only; only HOME (%s), /tmp and folders given with --mount PATH:rw are writable", w.name, p, HomeInContainer)
+		msg = untrusted.Sprintf("mcpcage: hint: %q could not write %s: the cage's disk is read-only; only HOME (%s), /tmp and folders given with --mount PATH:rw are writable", w.name, p, HomeInContainer)
 	}
 	bw := bufio.NewWriter(w.log)
 	fmt.Fprintln(bw, msg)

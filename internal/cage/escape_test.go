@@ -471,7 +471,13 @@ func TestEscapeUnixSocket(t *testing.T) {
 	var mounts []Mount
 	for _, rw := range []bool{false, true} {
 		dir := t.TempDir()
-		if err := os.Chmod(dir, 0o755); err != nil {
+		// Writable by the cage's user when mounted :rw (else the mount
+		// is refused before the start, CheckAccess).
+		mode := os.FileMode(0o755)
+		if rw {
+			mode = 0o777
+		}
+		if err := os.Chmod(dir, mode); err != nil {
 			t.Fatal(err)
 		}
 		tmux := filepath.Join(dir, "tmux-1000", "default")
