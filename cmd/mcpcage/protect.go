@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -448,6 +449,8 @@ func reachText(s serverJSON) string {
 		}
 		if s.Reach.Network {
 			parts = append(parts, "the network")
+		} else if len(s.Reach.Hosts) > 0 {
+			parts = append(parts, "the network to "+strings.Join(s.Reach.Hosts, ", ")+" only")
 		} else {
 			parts = append(parts, "no network")
 		}
@@ -652,13 +655,23 @@ func fixRun(opts *ProtectOptions, reports []*fileReport, ledger *clients.Ledger)
 		return nil
 	}
 	printPlan(opts, plans, "cage")
-	n := 0
+	n, networked := 0, 0
 	for _, p := range plans {
 		n += len(p.changes)
+		for _, c := range p.changes {
+			if slices.ContainsFunc(c.After.CageFlags(), func(f string) bool { return strings.HasPrefix(f, "--allow-host=") }) {
+				networked++
+			}
+		}
 	}
-	question := fmt.Sprintf("Cage %s in %s?", countOf(n, "server"), countOf(len(plans), "file"))
+	what := fmt.Sprintf("cage %s in %s", countOf(n, "server"), countOf(len(plans), "file"))
+	if networked > 0 {
+		// The network a server gets is asked for, never granted unsaid.
+		what += fmt.Sprintf(", %d of them with the hosts its plan names", networked)
+	}
+	question := "C" + what[1:] + "?"
 	if !opts.NoInstall {
-		question = fmt.Sprintf("Install their packages and cage %s in %s?", countOf(n, "server"), countOf(len(plans), "file"))
+		question = "Install their packages and " + what + "?"
 	}
 	if err := confirm(opts, opts.Yes, question, "mcpcage protect --fix --yes"); err != nil {
 		return err

@@ -24,7 +24,10 @@ import (
 //     there;
 //   - the folder of a well-known server's store (known/servers.json) when its
 //     variable names a host file, read-write: the store must outlive the
-//     session.
+//     session;
+//   - --allow-host for each host a well-known server needs (its hosts in
+//     known/servers.json), and no other: the plan names them and the
+//     prompt asks for them before anything is written.
 func fixWrap(opts *ProtectOptions) func(*fileReport) clients.Wrap {
 	var homeFlag []string
 	if dir := os.Getenv("MCPCAGE_HOME"); dir != "" {
@@ -45,7 +48,7 @@ func fixWrap(opts *ProtectOptions) func(*fileReport) clients.Wrap {
 					fl = append(fl, "--mount="+st.mount+":rw")
 				}
 			}
-			return fl
+			return append(fl, knownHostFlags(s)...)
 		}}
 	}
 }
@@ -200,10 +203,30 @@ func cageNotes(opts *ProtectOptions, r *fileReport, c clients.Change) []string {
 	}
 	notes = append(notes, fmt.Sprintf("kept across sessions: its private HOME %s; anything else it writes is lost when the session ends", tilde(opts.Layout, privateHome(name))))
 	// The network.
-	if !slices.Contains(flags, "--allow-net") && !slices.Contains(flags, "--allow-host") {
+	var hosts []string
+	for _, f := range flags {
+		if h, ok := strings.CutPrefix(f, "--allow-host="); ok {
+			hosts = append(hosts, h)
+		}
+	}
+	switch {
+	case len(hosts) > 0:
+		notes = append(notes, fmt.Sprintf("! network: %s only, because %s (--allow-host in its args; take it out to keep the server offline)", strings.Join(hosts, ", "), k.Network))
+	case !slices.Contains(flags, "--allow-net") && !slices.Contains(flags, "--allow-host"):
 		notes = append(notes, networkNote(k, s.Env))
 	}
 	return notes
+}
+
+// knownHostFlags are the --allow-host flags --fix writes for a well-known
+// server: the hosts known/servers.json lists for it, none for any other.
+func knownHostFlags(s clients.Server) []string {
+	k, _ := knownOf(s)
+	var fl []string
+	for _, h := range k.Hosts {
+		fl = append(fl, "--allow-host="+h)
+	}
+	return fl
 }
 
 // networkNote says what a caged server without the network will miss: the

@@ -353,6 +353,9 @@ type Reach struct {
 	Network bool     `json:"network"` // the network
 	Env     []string `json:"env"`     // names of the variables it is given
 	Mounts  []string `json:"mounts,omitempty"`
+	// Hosts are a caged server's --allow-host list: the network, to those
+	// hosts only.
+	Hosts []string `json:"hosts,omitempty"`
 }
 
 // Reach says what the server can reach: uncaged local servers reach all the
@@ -367,10 +370,15 @@ func (s Server) Reach() Reach {
 	case s.Kind() == KindRemote && !s.Caged():
 		// A remote server reaches what its operator lets it; nothing local.
 	case s.Caged():
-		for _, f := range s.CageFlags() {
+		flags := s.CageFlags()
+		for i, f := range flags {
 			switch {
 			case f == "--allow-net":
 				r.Network = true
+			case strings.HasPrefix(f, "--allow-host="):
+				r.Hosts = append(r.Hosts, strings.TrimPrefix(f, "--allow-host="))
+			case f == "--allow-host" && i+1 < len(flags):
+				r.Hosts = append(r.Hosts, flags[i+1])
 			case strings.HasPrefix(f, "--mount="):
 				m := strings.TrimPrefix(f, "--mount=")
 				if p, ok := strings.CutSuffix(m, ":rw"); ok {
