@@ -228,7 +228,7 @@ func TestClientDisappears(t *testing.T) {
 // server that takes longer than StopTimeout to start reading.
 func TestClientEOFStillGetsAnswers(t *testing.T) {
 	srv := startFixture(t, "raw", "RAW_DELAY=1s")
-	p := startProxy(t, srv, Config{StopTimeout: 300 * time.Millisecond, DrainTimeout: 30 * time.Second})
+	p := startProxy(t, srv, Config{StopTimeout: 10 * time.Second, DrainTimeout: 30 * time.Second})
 	c := newRawClient(t, p)
 	c.send(initReq)
 	p.toProxy.Close()
