@@ -194,3 +194,40 @@ func TestRunAllowHostReaped(t *testing.T) {
 		t.Errorf("after the next start: %d containers and %d networks of the killed mcpcage, want none\n%s", c, n, nextErr.String())
 	}
 }
+
+// TestInspectNamesHostsTried: `protect --inspect` of a server with no
+// --allow-host that calls its API at start names the host it tried, and
+// the flag that would allow it; no gateway or network is left behind.
+func TestInspectNamesHostsTried(t *testing.T) {
+	cli := probeEngine(t)
+	_, env := egressSetup(t, cli)
+	if err := buildFixtureImage(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	dir := stateDir(t)
+	cfg := filepath.Join(dir, "home", ".cursor", "mcp.json")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	entry := `{"mcpServers": {"dialer": {"command": "/usr/local/bin/mcpcage",
+  "args": ["run", "--name=dialer", "--env=FIXTURE_DIAL", "--image", "` + fixtureImage + `"],
+  "env": {"FIXTURE_DIAL": "api.example.test:8443"}}}}`
+	if err := os.WriteFile(cfg, []byte(entry), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("mcpcage", "protect", "--inspect", "--client", "cursor")
+	cmd.Env = testEnv(dir, env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("protect --inspect: %v\n%s", err, out)
+	}
+	if want := "! tried api.example.test at start, refused: add --allow-host api.example.test (HOST:PORT for a port other than 443) to its args before -- if it needs it"; !strings.Contains(string(out), want) {
+		t.Errorf("protect --inspect does not name the host tried; want %q in:\n%s", want, out)
+	}
+	if !strings.Contains(string(out), "tools (0)") {
+		t.Errorf("protect --inspect did not list the tools:\n%s", out)
+	}
+	if n, m := ownedBy(t, cli, cmd.Process.Pid); n != 0 || m != 0 {
+		t.Errorf("protect --inspect left %d containers and %d networks", n, m)
+	}
+}

@@ -14,7 +14,9 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/mcpcage/mcpcage/internal/cage"
 	"github.com/mcpcage/mcpcage/internal/clients"
+	"github.com/mcpcage/mcpcage/internal/egress"
 	"github.com/mcpcage/mcpcage/internal/guard"
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/pin"
@@ -34,6 +36,15 @@ type inspectResultJSON struct {
 	Pin      string         `json:"pin,omitempty"` // "new", "matches", "changed", "locked"
 	PinText  string         `json:"pin_text,omitempty"`
 	Findings []toolFindings `json:"findings,omitempty"`
+	// Tried are the hosts the server tried to reach while it was
+	// inspected, and refused: what it needs --allow-host for.
+	Tried []triedHost `json:"tried,omitempty"`
+}
+
+type triedHost struct {
+	Host  string `json:"host"`
+	What  string `json:"what"` // the host, with the port when it came that far
+	Allow string `json:"allow"`
 }
 
 type toolFindings struct {
@@ -109,6 +120,14 @@ func inspectOne(opts *ProtectOptions, s clients.Server, argv []string) *inspectR
 		return res
 	}
 	res.Name = p.name
+	if p.egress == nil && !ropts.AllowNet && cage.GatewayUsable() == nil {
+		// A server without the network is inspected behind a gateway that
+		// allows nothing: it reaches no more than in its cage, and the
+		// hosts it tries at start are named, so the user learns what to
+		// allow.
+		p.egress = &egress.Policy{}
+		p.egressNet = os.Getenv(EnvEgressNetwork)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), inspectTimeout)
 	defer cancel()
 	var errBuf bytes.Buffer
@@ -129,6 +148,11 @@ func inspectOne(opts *ProtectOptions, s clients.Server, argv []string) *inspectR
 	listing, err := proxy.ListTools(ctx, c)
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 30*time.Second)
 	_ = c.Stop(stopCtx)
+	if p.gateway != nil {
+		// After the cage: the gateway reports what was still open.
+		_ = p.gateway.Stop(stopCtx)
+		res.Tried = triedHosts(p.egressRec.pending())
+	}
 	stopCancel()
 	select {
 	case <-drained:
@@ -160,6 +184,25 @@ func inspectOne(opts *ProtectOptions, s clients.Server, argv []string) *inspectR
 		}
 	}
 	return res
+}
+
+// triedHosts are the refused attempts' hosts, each once, in the order they
+// came.
+func triedHosts(events []egress.Event) []triedHost {
+	var out []triedHost
+	seen := map[string]bool{}
+	for _, e := range events {
+		if e.Verdict == "allowed" {
+			continue
+		}
+		host, what, flag := cage.EgressAllowing(e)
+		if host == "" || seen[flag] {
+			continue
+		}
+		seen[flag] = true
+		out = append(out, triedHost{Host: host, What: what, Allow: flag})
+	}
+	return out
 }
 
 // tailBuffer keeps the last max bytes written to it.
@@ -275,6 +318,14 @@ func pinStatus(name string, current []jsontext.Value) (string, string) {
 }
 
 func printInspect(w io.Writer, r *inspectResultJSON) {
+	for _, t := range r.Tried {
+		port := ""
+		if t.What == t.Host && strings.HasPrefix(t.Allow, "--allow-host ") {
+			// Refused at its name: the port it wanted is not known.
+			port = " (HOST:PORT for a port other than 443)"
+		}
+		untrusted.Fprintf(w, "      ! tried %s at start, refused: add %s%s to its args before -- if it needs it\n", untrusted.Line(t.What), untrusted.Line(t.Allow), port)
+	}
 	if r.Error != "" {
 		untrusted.Fprintf(w, "      inspect: %s\n", r.Error)
 		return

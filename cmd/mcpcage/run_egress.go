@@ -138,6 +138,14 @@ func (r *egressRecorder) attach(a func(kind string, fields map[string]any)) {
 	}
 }
 
+// pending are the events no audit log has taken: all of them when none
+// was attached (an inspection).
+func (r *egressRecorder) pending() []egress.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]egress.Event(nil), r.queued...)
+}
+
 func egressFields(name string, e egress.Event) map[string]any {
 	f := map[string]any{
 		"server": name, "host": e.Host, "port": e.Port, "verdict": e.Verdict, "via": e.Via,
