@@ -6,20 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"text/tabwriter"
-	"time"
 
-	"github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/client"
 	"github.com/spf13/cobra"
 
 	"github.com/mcpcage/mcpcage/images"
 	"github.com/mcpcage/mcpcage/internal/cage"
-	"github.com/mcpcage/mcpcage/internal/home"
-	"github.com/mcpcage/mcpcage/internal/install"
 )
 
 func newImagesCmd(io *IOStreams) *cobra.Command {
@@ -70,30 +62,17 @@ this binary. It needs root, debootstrap and a running Docker engine.`,
 	return cmd
 }
 
-// buildImages builds the images o asks for, under the tags MCPCAGE_IMAGE_*
-// name when set (so a test or a user's own tag never replaces the defaults).
+// buildImages builds the images o asks for (cage.BuildImages).
 func buildImages(ctx context.Context, errOut io.Writer, o images.Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	cli, err := cage.Connect(ctx)
-	if err != nil {
-		return &ExitError{Code: 1, Err: dockerHint(err)}
+	err := cage.BuildImages(ctx, errOut, o)
+	var ue *cage.UpError
+	if errors.As(err, &ue) {
+		return &ExitError{Code: 1, Err: withHint(ue.Err, "%s", ue.Hint)}
 	}
-	cli.Close()
-	if os.Geteuid() != 0 {
-		return &ExitError{Code: 1, Err: withHint(errors.New("building the cage images needs root (debootstrap and chroot)"),
-			"run `sudo mcpcage images build`, or load images built elsewhere (docs/images.md)")}
-	}
-	o.NodeTag = strings.TrimSpace(os.Getenv(install.EnvNodeImage))
-	o.PythonTag = strings.TrimSpace(os.Getenv(install.EnvPythonImage))
-	if o.Cache == "" {
-		if o.Cache, err = home.Sub("cache", "images"); err != nil {
-			return err
-		}
-	}
-	o.Stderr = errOut
-	return images.Build(ctx, o)
+	return err
 }
 
 type imageRow struct {
@@ -114,24 +93,13 @@ func imagesList(ctx context.Context, io *IOStreams, asJSON bool) error {
 		return &ExitError{Code: 1, Err: dockerHint(err)}
 	}
 	defer cli.Close()
-	var rows []imageRow
-	for _, kind := range []string{"npx", "uvx"} {
-		cands, env := install.Candidates(kind)
-		used := false
-		for _, ref := range cands {
-			r := imageRow{Kind: kind, Image: ref, Env: env}
-			ins, err := cli.ImageInspect(ctx, ref)
-			switch {
-			case err == nil:
-				r.Present, r.ID = true, ins.ID
-				if !used {
-					r.Used, used = true, true
-				}
-			case !errdefs.IsNotFound(err):
-				return fmt.Errorf("cannot inspect image %s: %v", ref, err)
-			}
-			rows = append(rows, r)
-		}
+	states, err := cage.ListImages(ctx, cli)
+	if err != nil {
+		return err
+	}
+	rows := make([]imageRow, 0, len(states))
+	for _, st := range states {
+		rows = append(rows, imageRow(st))
 	}
 	if asJSON {
 		enc := json.NewEncoder(io.Out)
@@ -164,86 +132,8 @@ func imagesList(ctx context.Context, io *IOStreams, asJSON bool) error {
 			anyUsed = anyUsed || (r.Kind == kind && r.Used)
 		}
 		if !anyUsed {
-			fmt.Fprintf(io.Out, "no %s image: the first `mcpcage run` of such a server gets one (or run `mcpcage images build %s`)\n", kind, imageArg(kind))
+			fmt.Fprintf(io.Out, "no %s image: the first `mcpcage run` of such a server gets one (or run `mcpcage images build %s`)\n", kind, cage.BuildArg(kind))
 		}
 	}
 	return nil
-}
-
-func imageArg(kind string) string {
-	if kind == "uvx" {
-		return "python"
-	}
-	return "node"
-}
-
-// firstUseImage gets the image a package kind needs when none is on this
-// machine, saying what it does: pull the official image where a registry
-// answers, else build the local one. A tag of mcpcage's own (mcpcage/...)
-// exists nowhere to pull: it is built.
-func firstUseImage(ctx context.Context, cli client.APIClient, errOut io.Writer, kind string) error {
-	cands, env := install.Candidates(kind)
-	what := "Node.js"
-	if kind == "uvx" {
-		what = "Python"
-	}
-	fmt.Fprintf(errOut, "mcpcage: no %s cage image on this machine (looked for %s)\n", what, strings.Join(cands, ", "))
-	pull, build := cands[0], cands[len(cands)-1]
-	if strings.HasPrefix(pull, "mcpcage/") {
-		pull = ""
-	}
-	if env != "" && pull != "" {
-		build = "" // someone else's image (run.go does not get here for one)
-	}
-	if pull != "" {
-		fmt.Fprintf(errOut, "mcpcage: pulling %s (the official image)...\n", pull)
-		t := time.Now()
-		err := pullImage(ctx, cli, pull)
-		if err == nil {
-			fmt.Fprintf(errOut, "mcpcage: pulled %s in %s\n", pull, time.Since(t).Round(time.Second))
-			return nil
-		}
-		if build == "" {
-			return err
-		}
-		fmt.Fprintf(errOut, "mcpcage: cannot pull it (%v)\n", err)
-	}
-	fmt.Fprintf(errOut, "mcpcage: building %s locally from Debian's archive and the npm registry (no container registry needed; a few minutes the first time, progress below)\n", build)
-	o := images.Options{Node: kind != "uvx", Python: kind == "uvx"}
-	// The tag that is missing is the one built; MCPCAGE_IMAGE_* set it.
-	t := time.Now()
-	if err := buildImages(ctx, errOut, o); err != nil {
-		return err
-	}
-	fmt.Fprintf(errOut, "mcpcage: %s is ready (%s); starting the server\n", build, time.Since(t).Round(time.Second))
-	return nil
-}
-
-func pullImage(ctx context.Context, cli client.APIClient, ref string) error {
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	rc, err := cli.ImagePull(pctx, ref, image.PullOptions{})
-	if err != nil {
-		return errors.New(firstLine(err.Error()))
-	}
-	defer rc.Close()
-	dec := json.NewDecoder(rc)
-	for {
-		var m struct {
-			Error string `json:"error"`
-		}
-		if err := dec.Decode(&m); err == io.EOF {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		if m.Error != "" {
-			return errors.New(firstLine(m.Error))
-		}
-	}
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return strings.TrimPrefix(s, "Error response from daemon: ")
 }

@@ -132,11 +132,12 @@ func inspectOne(opts *ProtectOptions, s clients.Server, argv []string) *inspectR
 	defer cancel()
 	var errBuf bytes.Buffer
 	ropts.IO.ErrOut = &errBuf
-	c, _, err := setUpCage(ctx, ropts, p)
+	st, err := upCage(ctx, ropts, p)
 	if err != nil {
 		res.Error = errText(err)
 		return res
 	}
+	c := st.Cage
 	// The cage's stderr is a pipe: unread, a chatty server blocks its own
 	// stdout behind it. Keep the end of it for the error message.
 	stderrTail := &tailBuffer{max: 4096}
@@ -147,10 +148,9 @@ func inspectOne(opts *ProtectOptions, s clients.Server, argv []string) *inspectR
 	}()
 	listing, err := proxy.ListTools(ctx, c)
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 30*time.Second)
-	_ = c.Stop(stopCtx)
-	if p.gateway != nil {
-		// After the cage: the gateway reports what was still open.
-		_ = p.gateway.Stop(stopCtx)
+	// The cage, then its gateway, which reports what was still open.
+	_ = st.Stop(stopCtx)
+	if st.Gateway != nil {
 		res.Tried = triedHosts(p.egressRec.pending())
 	}
 	stopCancel()

@@ -14,15 +14,12 @@ import (
 	"syscall"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/go-units"
 	"github.com/spf13/cobra"
 
 	"github.com/mcpcage/mcpcage/internal/cage"
 	"github.com/mcpcage/mcpcage/internal/egress"
 	"github.com/mcpcage/mcpcage/internal/guard"
 	"github.com/mcpcage/mcpcage/internal/home"
-	"github.com/mcpcage/mcpcage/internal/install"
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
 	"github.com/mcpcage/mcpcage/internal/launch"
 	"github.com/mcpcage/mcpcage/internal/proxy"
@@ -158,11 +155,10 @@ type runPlan struct {
 	notes   []string       // warnings for stderr, one line each
 	workDir string         // the client's working directory when the cage shows it, else ""
 	prog    launch.Program // for a local program: what runs
-	// egress is the --allow-host policy (nil: none); gateway and egressRec
-	// exist once setUpCage has started the gateway.
+	// egress is the --allow-host policy (nil: none); egressRec turns its
+	// gateway's events into audit records once upCage has started it.
 	egress    *egress.Policy
 	egressNet string
-	gateway   *cage.Gateway
 	egressRec *egressRecorder
 }
 
@@ -204,13 +200,13 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 	}
 	var envPaths []string
 	var err error
-	if p.memory, err = units.RAMInBytes(opts.Memory); err != nil || p.memory < 16<<20 {
+	if p.memory, err = cage.ParseSize(opts.Memory); err != nil || p.memory < 16<<20 {
 		return nil, usageErr(fmt.Errorf("--memory %q: give a size of at least 16m, like 512m or 1g", opts.Memory))
 	}
-	if p.tmpSize, err = units.RAMInBytes(opts.TmpSize); err != nil || p.tmpSize < 1<<20 {
+	if p.tmpSize, err = cage.ParseSize(opts.TmpSize); err != nil || p.tmpSize < 1<<20 {
 		return nil, usageErr(fmt.Errorf("--tmp-size %q: give a size of at least 1m, like 64m", opts.TmpSize))
 	}
-	ml, err := units.RAMInBytes(opts.MaxLine)
+	ml, err := cage.ParseSize(opts.MaxLine)
 	if err != nil || ml < 4<<10 || ml > 1<<30 {
 		return nil, usageErr(fmt.Errorf("--max-line %q: give a size between 4k and 1g, like 16m", opts.MaxLine))
 	}
@@ -331,11 +327,7 @@ func handBanner(io *IOStreams, name string, command []string, image string) {
 
 // dockerHint adds to an error of cage.Connect the hint for its cause.
 func dockerHint(err error) error {
-	var de *cage.DockerError
-	if errors.As(err, &de) {
-		return withHint(err, "%s", de.Hint())
-	}
-	return withHint(err, "check that Docker runs (docker info), then try again")
+	return withHint(err, "%s", cage.ConnectHint(err))
 }
 
 func usageErr(err error) error {
@@ -431,18 +423,16 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: warning: %s\n", n)
 	}
 	handBanner(opts.IO, p.name, opts.Command, opts.Image)
-	c, l, err := setUpCage(ctx, opts, p)
+	st, err := upCage(ctx, opts, p)
 	if err != nil {
 		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start %q: %v", p.name, err))
 		return err
 	}
-	gc, err := opts.Guard.config(opts.IO, p.name, l, p.stateDir)
+	c := st.Cage
+	gc, err := opts.Guard.config(opts.IO, p.name, st.Launch, p.stateDir)
 	gc.Env = opts.Env
 	if err != nil {
-		_ = c.Stop(ctx)
-		if p.gateway != nil {
-			_ = p.gateway.Stop(ctx)
-		}
+		_ = st.Stop(ctx)
 		return err
 	}
 	gc.StartTimeout, gc.AllowNet = opts.StartTimeout, opts.AllowNet || p.egress != nil
@@ -455,13 +445,13 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		return "", 0
 	}
 	var srv proxy.Server = signalledCage{Cage: c, ctx: ctx}
-	if p.gateway != nil {
+	if st.Gateway != nil {
 		gc.Attach = p.egressRec.attach
-		srv = gatewayServer{signalledCage: signalledCage{Cage: c, ctx: ctx}, gw: p.gateway}
+		srv = gatewayServer{signalledCage: signalledCage{Cage: c, ctx: ctx}, gw: st.Gateway}
 	}
 	code, err := serveSession(ctx, opts.IO, gc, srv, p.maxLine, opts.StartTimeout)
 	if c.OOMKilled() {
-		return &ExitError{Code: 137, Err: withHint(fmt.Errorf("%q was killed for using more than its memory limit (%s)", p.name, units.BytesSize(float64(p.memory))),
+		return &ExitError{Code: 137, Err: withHint(fmt.Errorf("%q was killed for using more than its memory limit (%s)", p.name, cage.FormatSize(p.memory)),
 			"raise the limit with --memory, e.g. --memory 1g")}
 	}
 	if err != nil {
@@ -487,139 +477,40 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	return nil
 }
 
-// setUpCage does everything between the command line and a running cage:
-// Docker, orphan reaping, the install phase or the image, mounts, HOME.
-func setUpCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Cage, launch.Launch, error) {
-	fail := func(err error) (*cage.Cage, launch.Launch, error) {
-		return nil, launch.Launch{}, &ExitError{Code: exitCageError, Err: err}
-	}
-	cli, err := cage.Connect(ctx)
-	if err != nil {
-		return fail(dockerHint(err))
-	}
-	if removed, err := cage.Reap(ctx, cli); err != nil {
-		untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: warning: %v\n", err)
-	} else if len(removed) > 0 {
-		untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: removed %d orphaned cage(s) whose mcpcage process is gone: %s\n", len(removed), strings.Join(removed, ", "))
-	}
-	spec := cage.Spec{
-		Name:     p.name,
-		Mounts:   p.mounts,
-		Masks:    cage.MasksFor(p.mounts, append(append([]string{p.stateDir}, cage.DockerSocketDirs()...), p.sockets...)...),
-		Env:      p.env,
-		AllowNet: opts.AllowNet,
-		Memory:   p.memory,
-		Pids:     opts.Pids,
-		CPUs:     opts.CPUs,
-		TmpSize:  p.tmpSize,
-		Log:      opts.IO.ErrOut,
-	}
-	var l launch.Launch
-	switch p.cmd.Kind {
-	case "image":
-		info, err := cli.ImageInspect(ctx, p.cmd.Image)
-		if err != nil {
-			if cerrdefs.IsNotFound(err) {
-				return fail(withHint(fmt.Errorf("image %s is not on this machine", p.cmd.Image), "docker pull %s (or docker load it), then try again", p.cmd.Image))
-			}
-			return fail(fmt.Errorf("cannot inspect image %s: %v", p.cmd.Image, err))
-		}
-		// The ID, not the name: what was inspected is what runs.
-		spec.Image = info.ID
-		spec.ImageName = p.cmd.Image
-		spec.Cmd = p.cmd.Args
-		l = launch.Launch{Kind: "image", Image: p.cmd.Image, ImageDigest: info.ID, Argv: p.cmd.Args}
-	case "exec":
-		// The base image for its C library and nothing of the user's but
-		// the program itself, read-only at its own path (never copied: an
-		// update of the program is what runs next, and its digest shows in
-		// pins and audit).
-		ref, id, err := install.ImageFor(ctx, cli, "npx")
-		if err != nil {
-			return fail(withHint(err, "run `sudo mcpcage images build node`, or pull the official image"))
-		}
-		spec.Image, spec.ImageName = id, ref
-		spec.Entrypoint = []string{p.prog.Path}
-		spec.Cmd = p.cmd.Args
-		spec.WorkingDir = cage.HomeInContainer
-		spec.Mounts = append([]cage.Mount{{Source: p.prog.Path, Target: p.prog.Path}}, spec.Mounts...)
-		l = launch.Launch{Kind: "exec", Package: p.prog.Path, Version: p.prog.Digest, Image: ref, ImageDigest: id, Argv: p.cmd.Args}
-	default:
-		req := install.Request{
-			Kind: p.cmd.Kind, Spec: p.cmd.Spec, Bin: p.cmd.Bin, Update: opts.Update, AllowScripts: opts.AllowScripts,
-			Stderr: opts.IO.ErrOut, Labels: cage.Self().Labels(),
-		}
-		res, err := install.Ensure(ctx, cli, req)
-		var ie *install.ImageError
-		if errors.As(err, &ie) && ie.Env != "" && !strings.HasPrefix(ie.Tried[0], "mcpcage/") {
-			// Someone else's image, named by the user: nothing is fetched
-			// or built in its place.
-			return fail(withHint(err, "docker pull %s (or docker load it), or name an mcpcage/... tag for mcpcage to build", ie.Tried[0]))
-		}
-		if errors.As(err, &ie) {
-			// First use: get the image, saying how, then install.
-			if gerr := firstUseImage(ctx, cli, opts.IO.ErrOut, p.cmd.Kind); gerr != nil {
-				return fail(withHint(fmt.Errorf("%v; no cage image could be pulled or built", gerr),
-					"run `sudo mcpcage images build %s` where Debian's archive and npm are reachable, or docker pull %s", imageArg(p.cmd.Kind), ie.Tried[0]))
-			}
-			res, err = install.Ensure(ctx, cli, req)
-		}
-		if err != nil {
-			return fail(err)
-		}
-		spec.Image = res.ImageID
-		spec.ImageName = res.Image
-		spec.Entrypoint = res.Command
-		spec.Cmd = p.cmd.Args
-		spec.Env = append(append([]string(nil), res.Env...), p.env...)
-		spec.WorkingDir = cage.HomeInContainer
-		spec.Mounts = append([]cage.Mount{{Source: res.CacheDir, Target: res.MountPoint}}, spec.Mounts...)
-		l = launch.Launch{Kind: p.cmd.Kind, Package: res.Package, Version: res.Version, Image: res.Image, ImageDigest: res.ImageID, Argv: p.cmd.Args}
-	}
-	if p.workDir != "" {
-		spec.WorkingDir = p.workDir
-	}
+// upCage starts the session's cage (cage.Up) as p says.
+func upCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Started, error) {
 	// A HOME made before identities were recorded belongs to the launch
 	// its pins approved.
 	var legacyOwner string
 	if f, err := guard.PinStore(p.stateDir).Load(p.name); err == nil && f.Approved != nil && f.Approved.Launch.Kind != "" {
 		legacyOwner = f.Approved.Launch.Identity()
 	}
-	homeDir, err := home.ServerHome(p.name, l.Identity(), legacyOwner)
-	if err != nil {
-		return fail(err)
-	}
-	if err := cage.PrepareHome(homeDir); err != nil {
-		return fail(err)
-	}
-	spec.Home = homeDir
-	if opts.AllowNet || p.egress != nil {
-		if err := caBundle(p.cmd.Kind, &spec); err != nil {
-			return fail(err)
-		}
+	plan := cage.Plan{
+		Name: p.name, Command: p.cmd, Program: p.prog, Mounts: p.mounts,
+		StateDir: p.stateDir, Sockets: p.sockets, Env: p.env, WorkDir: p.workDir,
+		AllowNet: opts.AllowNet, Memory: p.memory, Pids: opts.Pids, CPUs: opts.CPUs, TmpSize: p.tmpSize,
+		Update: opts.Update, AllowScripts: opts.AllowScripts, LegacyOwner: legacyOwner,
+		Egress: p.egress, EgressNetwork: p.egressNet, Log: opts.IO.ErrOut,
 	}
 	if p.egress != nil {
-		spec.Session = cage.NewSession()
-		if err := startEgress(ctx, cli, opts, p, &spec); err != nil {
-			return fail(err)
-		}
+		p.egressRec = &egressRecorder{name: p.name, errOut: opts.IO.ErrOut}
+		plan.EgressEvents = p.egressRec.event
 	}
-	c, err := cage.Start(ctx, cli, spec)
+	st, err := cage.Up(ctx, plan)
 	if err != nil {
-		if p.gateway != nil {
-			_ = p.gateway.Stop(ctx)
+		var ue *cage.UpError
+		if errors.As(err, &ue) && ue.Hint != "" {
+			err = withHint(ue.Err, "%s", ue.Hint)
 		}
+		code := exitCageError
 		var ae *cage.AccessError
 		if errors.As(err, &ae) {
-			return nil, launch.Launch{}, &ExitError{Code: exitUsage, Err: withHint(err, "%s", ae.Hint())}
+			// A mount the cage's user cannot use: the command line's to fix.
+			code = exitUsage
 		}
-		var im *cage.ImageMissingError
-		if errors.As(err, &im) {
-			return fail(withHint(err, "docker pull %s (or `sudo mcpcage images build`), then try again", im.Image))
-		}
-		return fail(err)
+		return nil, &ExitError{Code: code, Err: err}
 	}
-	return c, l, nil
+	return st, nil
 }
 
 // answerWaitingClient answers the requests a client sent while mcpcage was

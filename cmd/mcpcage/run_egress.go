@@ -2,17 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
 
-	"github.com/docker/docker/client"
-
 	"github.com/mcpcage/mcpcage/internal/cage"
 	"github.com/mcpcage/mcpcage/internal/egress"
-	"github.com/mcpcage/mcpcage/internal/install"
-	"github.com/mcpcage/mcpcage/internal/launch"
 )
 
 // EnvEgressNetwork is the default of --egress-network.
@@ -42,41 +37,6 @@ func planEgress(opts *RunOptions, p *runPlan) error {
 	if p.egressNet == "" {
 		p.egressNet = os.Getenv(EnvEgressNetwork)
 	}
-	return nil
-}
-
-// caBundle gives a server that may reach the network the CA files the
-// install phase uses (NODE_EXTRA_CA_CERTS, SSL_CERT_FILE, PIP_CERT).
-func caBundle(kind string, spec *cage.Spec) error {
-	ms, env, err := install.CABundle(kind)
-	if err != nil {
-		return withHint(err, "fix or unset the variable, then try again")
-	}
-	for _, m := range ms {
-		spec.Mounts = append(spec.Mounts, cage.Mount{Source: m.Source, Target: m.Target})
-	}
-	spec.Env = append(spec.Env, env...)
-	return nil
-}
-
-// startEgress starts the session's gateway and puts the cage on its network.
-func startEgress(ctx context.Context, cli *client.Client, opts *RunOptions, p *runPlan, spec *cage.Spec) error {
-	rec := &egressRecorder{name: p.name, errOut: opts.IO.ErrOut}
-	gw, err := cage.StartGateway(ctx, cli, cage.EgressSpec{
-		Policy: *p.egress, Upstream: p.egressNet, Name: p.name, Session: spec.Session,
-		Events: rec.event, Log: opts.IO.ErrOut,
-	})
-	if err != nil {
-		var ue *launch.UsageError
-		if errors.As(err, &ue) && ue.Hint != "" {
-			return withHint(errors.New(ue.Msg), "%s", ue.Hint)
-		}
-		return err
-	}
-	p.gateway, p.egressRec = gw, rec
-	spec.Network = gw.Network()
-	spec.DNS = []string{gw.Addr().String()}
-	spec.Env = append(spec.Env, gw.Env()...)
 	return nil
 }
 

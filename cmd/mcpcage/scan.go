@@ -421,14 +421,15 @@ func scanCaged(ctx context.Context, opts *ScanOptions) (*scanReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, _, err := setUpCage(ctx, ro, p)
+	st, err := upCage(ctx, ro, p)
 	if err != nil {
 		return nil, err
 	}
+	c := st.Cage
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_ = c.Stop(sctx)
+		_ = st.Stop(sctx)
 	}()
 	// The cage's stdout and stderr share one stream: an unread stderr
 	// would stall the server's answers behind it.

@@ -30,6 +30,10 @@
 //   - environment variables only as given, passed in the API request body,
 //     never in any argv.
 //
+// Up sets up a whole session's cage from a Plan (image or install phase,
+// HOME, egress gateway), Start the container alone; the Docker SDK is used
+// in this package and internal/install only.
+//
 // Stop removes the whole container, so detached children go with it. Every
 // container is named mcpcage-<name>-<random> and labelled (LabelCage and the
 // owner labels); Reap removes those whose owner process is gone.

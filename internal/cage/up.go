@@ -1,0 +1,271 @@
+package cage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/client"
+	"github.com/docker/go-units"
+
+	"github.com/mcpcage/mcpcage/internal/egress"
+	"github.com/mcpcage/mcpcage/internal/home"
+	"github.com/mcpcage/mcpcage/internal/install"
+	"github.com/mcpcage/mcpcage/internal/launch"
+	"github.com/mcpcage/mcpcage/internal/untrusted"
+)
+
+// Plan is one session's cage as decided from the command line, before
+// Docker is touched. Up carries it out.
+type Plan struct {
+	Name    string
+	Command launch.Command
+	Program launch.Program // for Command.Kind "exec": what runs
+	Mounts  []Mount
+	// StateDir is mcpcage's state directory, and Sockets the socket folders
+	// of the host no --mount names: hidden wherever a mount shows them,
+	// with the folders of Docker's sockets.
+	StateDir string
+	Sockets  []string
+	Env      []string // NAME=VALUE
+	WorkDir  string   // "": the server's HOME
+	AllowNet bool
+	Memory   int64
+	Pids     int64
+	CPUs     float64
+	TmpSize  int64
+	// Update and AllowScripts are the install phase's (install.Request).
+	Update, AllowScripts bool
+	// LegacyOwner is the identity that owns a server HOME made before
+	// identities were recorded (home.ServerHome).
+	LegacyOwner string
+	// Egress, when not nil, puts the cage behind an egress gateway that
+	// reaches hosts through EgressNetwork ("": the default bridge) and
+	// reports each connection to EgressEvents.
+	Egress        *egress.Policy
+	EgressNetwork string
+	EgressEvents  func(egress.Event)
+	// Log receives what Up and the cage say on the way (orphans reaped,
+	// first-use image, install progress, hints).
+	Log io.Writer
+}
+
+// Started is a running cage: the server, what was launched, and the egress
+// gateway (nil without Plan.Egress), which the caller stops after the cage.
+type Started struct {
+	Cage    *Cage
+	Launch  launch.Launch
+	Gateway *Gateway
+}
+
+// Stop stops the cage, then its gateway.
+func (s *Started) Stop(ctx context.Context) error {
+	err := s.Cage.Stop(ctx)
+	if s.Gateway != nil {
+		if gerr := s.Gateway.Stop(ctx); err == nil {
+			err = gerr
+		}
+	}
+	return err
+}
+
+// UpError is a cage that could not be set up, with what to do about it.
+type UpError struct {
+	Err  error
+	Hint string // "" for none
+}
+
+func (e *UpError) Error() string { return e.Err.Error() }
+func (e *UpError) Unwrap() error { return e.Err }
+
+// ConnectHint is what to do about an error of Connect.
+func ConnectHint(err error) string {
+	var de *DockerError
+	if errors.As(err, &de) {
+		return de.Hint()
+	}
+	return "check that Docker runs (docker info), then try again"
+}
+
+// Up does everything between the command line and a running cage: Docker,
+// orphan reaping, the image or the install phase (getting a missing cage
+// image on first use), mounts, HOME, the egress gateway. Its errors are
+// *UpError; one of a mount the cage's user cannot use wraps an *AccessError.
+func Up(ctx context.Context, p Plan) (*Started, error) {
+	log := p.Log
+	if log == nil {
+		log = io.Discard
+	}
+	fail := func(err error, hint string, args ...any) (*Started, error) {
+		if hint != "" {
+			hint = fmt.Sprintf(hint, args...)
+		}
+		return nil, &UpError{Err: err, Hint: hint}
+	}
+	cli, err := Connect(ctx)
+	if err != nil {
+		return fail(err, "%s", ConnectHint(err))
+	}
+	if removed, err := Reap(ctx, cli); err != nil {
+		untrusted.Fprintf(log, "mcpcage: warning: %v\n", err)
+	} else if len(removed) > 0 {
+		untrusted.Fprintf(log, "mcpcage: removed %d orphaned cage(s) whose mcpcage process is gone: %s\n", len(removed), strings.Join(removed, ", "))
+	}
+	spec := Spec{
+		Name:     p.Name,
+		Mounts:   p.Mounts,
+		Masks:    MasksFor(p.Mounts, append(append([]string{p.StateDir}, DockerSocketDirs()...), p.Sockets...)...),
+		Env:      p.Env,
+		AllowNet: p.AllowNet,
+		Memory:   p.Memory,
+		Pids:     p.Pids,
+		CPUs:     p.CPUs,
+		TmpSize:  p.TmpSize,
+		Log:      p.Log,
+	}
+	c := p.Command
+	var l launch.Launch
+	switch c.Kind {
+	case "image":
+		info, err := cli.ImageInspect(ctx, c.Image)
+		if err != nil {
+			if cerrdefs.IsNotFound(err) {
+				return fail(fmt.Errorf("image %s is not on this machine", c.Image), "docker pull %s (or docker load it), then try again", c.Image)
+			}
+			return fail(fmt.Errorf("cannot inspect image %s: %v", c.Image, err), "")
+		}
+		// The ID, not the name: what was inspected is what runs.
+		spec.Image = info.ID
+		spec.ImageName = c.Image
+		spec.Cmd = c.Args
+		l = launch.Launch{Kind: "image", Image: c.Image, ImageDigest: info.ID, Argv: c.Args}
+	case "exec":
+		// The base image for its C library and nothing of the user's but
+		// the program itself, read-only at its own path (never copied: an
+		// update of the program is what runs next, and its digest shows in
+		// pins and audit).
+		ref, id, err := install.ImageFor(ctx, cli, "npx")
+		if err != nil {
+			return fail(err, "run `sudo mcpcage images build node`, or pull the official image")
+		}
+		spec.Image, spec.ImageName = id, ref
+		spec.Entrypoint = []string{p.Program.Path}
+		spec.Cmd = c.Args
+		spec.WorkingDir = HomeInContainer
+		spec.Mounts = append([]Mount{{Source: p.Program.Path, Target: p.Program.Path}}, spec.Mounts...)
+		l = launch.Launch{Kind: "exec", Package: p.Program.Path, Version: p.Program.Digest, Image: ref, ImageDigest: id, Argv: c.Args}
+	default:
+		req := install.Request{
+			Kind: c.Kind, Spec: c.Spec, Bin: c.Bin, Update: p.Update, AllowScripts: p.AllowScripts,
+			Stderr: log, Labels: Self().Labels(),
+		}
+		res, err := install.Ensure(ctx, cli, req)
+		var ie *install.ImageError
+		if errors.As(err, &ie) {
+			pull, build, refused := firstUse(ie.Tried, ie.Env)
+			if refused {
+				// Someone else's image, named by the user: nothing is
+				// fetched or built in its place.
+				return fail(err, "docker pull %s (or docker load it), or name an mcpcage/... tag for mcpcage to build", ie.Tried[0])
+			}
+			// First use: get the image, saying how, then install.
+			if gerr := obtainImage(ctx, cli, log, c.Kind, ie.Tried, pull, build); gerr != nil {
+				return fail(fmt.Errorf("%v; no cage image could be pulled or built", gerr),
+					"run `sudo mcpcage images build %s` where Debian's archive and npm are reachable, or docker pull %s", BuildArg(c.Kind), ie.Tried[0])
+			}
+			res, err = install.Ensure(ctx, cli, req)
+		}
+		if err != nil {
+			return fail(err, "")
+		}
+		spec.Image = res.ImageID
+		spec.ImageName = res.Image
+		spec.Entrypoint = res.Command
+		spec.Cmd = c.Args
+		spec.Env = append(append([]string(nil), res.Env...), p.Env...)
+		spec.WorkingDir = HomeInContainer
+		spec.Mounts = append([]Mount{{Source: res.CacheDir, Target: res.MountPoint}}, spec.Mounts...)
+		l = launch.Launch{Kind: c.Kind, Package: res.Package, Version: res.Version, Image: res.Image, ImageDigest: res.ImageID, Argv: c.Args}
+	}
+	if p.WorkDir != "" {
+		spec.WorkingDir = p.WorkDir
+	}
+	homeDir, err := home.ServerHome(p.Name, l.Identity(), p.LegacyOwner)
+	if err != nil {
+		return fail(err, "")
+	}
+	if err := PrepareHome(homeDir); err != nil {
+		return fail(err, "")
+	}
+	spec.Home = homeDir
+	if p.AllowNet || p.Egress != nil {
+		if err := caBundle(c.Kind, &spec); err != nil {
+			return fail(err, "fix or unset the variable, then try again")
+		}
+	}
+	var gw *Gateway
+	if p.Egress != nil {
+		spec.Session = NewSession()
+		if gw, err = startEgress(ctx, cli, p, &spec); err != nil {
+			var ue *launch.UsageError
+			if errors.As(err, &ue) && ue.Hint != "" {
+				return fail(errors.New(ue.Msg), "%s", ue.Hint)
+			}
+			return fail(err, "")
+		}
+	}
+	cg, err := Start(ctx, cli, spec)
+	if err != nil {
+		if gw != nil {
+			_ = gw.Stop(ctx)
+		}
+		var ae *AccessError
+		if errors.As(err, &ae) {
+			return fail(err, "%s", ae.Hint())
+		}
+		var im *ImageMissingError
+		if errors.As(err, &im) {
+			return fail(err, "docker pull %s (or `sudo mcpcage images build`), then try again", im.Image)
+		}
+		return fail(err, "")
+	}
+	return &Started{Cage: cg, Launch: l, Gateway: gw}, nil
+}
+
+// caBundle gives a server that may reach the network the CA files the
+// install phase uses (NODE_EXTRA_CA_CERTS, SSL_CERT_FILE, PIP_CERT).
+func caBundle(kind string, spec *Spec) error {
+	ms, env, err := install.CABundle(kind)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		spec.Mounts = append(spec.Mounts, Mount{Source: m.Source, Target: m.Target})
+	}
+	spec.Env = append(spec.Env, env...)
+	return nil
+}
+
+// startEgress starts the session's gateway and puts the cage on its network.
+func startEgress(ctx context.Context, cli *client.Client, p Plan, spec *Spec) (*Gateway, error) {
+	gw, err := StartGateway(ctx, cli, EgressSpec{
+		Policy: *p.Egress, Upstream: p.EgressNetwork, Name: p.Name, Session: spec.Session,
+		Events: p.EgressEvents, Log: p.Log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	spec.Network = gw.Network()
+	spec.DNS = []string{gw.Addr().String()}
+	spec.Env = append(spec.Env, gw.Env()...)
+	return gw, nil
+}
+
+// ParseSize reads a size as `docker run --memory` does: 512m, 1g, 64k.
+func ParseSize(s string) (int64, error) { return units.RAMInBytes(s) }
+
+// FormatSize writes a size for a person: 512MiB.
+func FormatSize(n int64) string { return units.BytesSize(float64(n)) }
