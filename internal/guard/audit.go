@@ -239,6 +239,9 @@ func (p *auditPolicy) Observe(ctx context.Context, s *proxy.Session, ev *proxy.E
 			p.mu.Unlock()
 			if ok {
 				c.result = m.Result // findings are counted on what the server sent
+				if m.Error != nil {
+					c.result = m.Raw
+				}
 				var rec *audit.Pending
 				switch v.Action {
 				case proxy.Replace: // a policy withheld the server's answer

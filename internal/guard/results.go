@@ -31,10 +31,17 @@ var scannedMethods = map[string]string{"tools/call": "tool", "prompts/get": "pro
 func (p *scanner) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event) proxy.Verdict {
 	m := ev.Msg
 	kind, ok := scannedMethods[ev.Method]
-	if ev.Dir != proxy.ServerToClient || m.Kind != jsonrpc.KindResponse || !ok || m.Result == nil {
+	if ev.Dir != proxy.ServerToClient || m.Kind != jsonrpc.KindResponse || !ok {
 		return proxy.Verdict{Action: proxy.Forward}
 	}
-	fs := scan.Result(m.Result)
+	var fs []scan.Finding
+	answer := "result"
+	if m.Error != nil {
+		// Clients give the model an error's text as the failure of the call.
+		fs, answer = scan.Error(m.Error.Message, m.Error.Data), "error"
+	} else {
+		fs = scan.Result(m.Result)
+	}
 	if ev.Method == "tools/call" {
 		p.tally.put(m.ID.Key(), len(fs))
 	}
@@ -42,19 +49,27 @@ func (p *scanner) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event
 		return proxy.Verdict{Action: proxy.Forward}
 	}
 	what := kind + " " + strconv.Quote(untrusted.Line(requestedName(ev.Method, ev.Params)))
-	blocked := ev.Method == "tools/call" && p.block != 0 && scan.Max(fs) >= p.block
+	blocked := p.block != 0 && scan.Max(fs) >= p.block
 	var b strings.Builder
 	outcome := "passed on"
 	if blocked {
 		outcome = "withheld (--block-results " + strings.ToLower(p.block.String()) + ")"
 	}
-	untrusted.Fprintf(&b, "mcpcage: %s of %q returned %s; the result was %s:\n", what, p.name, signs(fs), outcome)
+	untrusted.Fprintf(&b, "mcpcage: %s of %q returned %s; the %s was %s:\n", what, p.name, signs(fs), answer, outcome)
 	_ = scan.Format(&b, "    ", fs)
 	_, _ = p.stderr.Write([]byte(b.String()))
 	if !blocked {
 		return proxy.Verdict{Action: proxy.Forward}
 	}
-	result := withheldResult(what, fs)
+	text := withheldText(what, answer, fs)
+	if ev.Method != "tools/call" {
+		// prompts/get and resources/read have no isError result.
+		return proxy.Verdict{Action: proxy.Replace, Message: jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeBlocked, text, nil)}
+	}
+	result, _ := json.Marshal(map[string]any{
+		"content": []map[string]string{{"type": "text", "text": text}},
+		"isError": true,
+	})
 	return proxy.Verdict{Action: proxy.Replace, Message: jsonrpc.NewResponse(m.ID, result)}
 }
 
@@ -67,9 +82,14 @@ func signs(fs []scan.Finding) string {
 	return s
 }
 
-// withheldResult is the isError result that stands in for a withheld one. It
-// names the rules only: the snippets stay out of the model's context.
-func withheldResult(what string, fs []scan.Finding) []byte {
+// withheldText stands in for a withheld answer. It names the rules only:
+// the snippets stay out of the model's context.
+func withheldText(what, answer string, fs []scan.Finding) string {
+	return fmt.Sprintf("mcpcage withheld the %s of %s: it showed %s (%s). The person running mcpcage can see the details in its log.",
+		answer, what, signs(fs), strings.Join(ruleIDs(fs), ", "))
+}
+
+func ruleIDs(fs []scan.Finding) []string {
 	seen := map[string]bool{}
 	var ids []string
 	for _, f := range fs {
@@ -79,13 +99,7 @@ func withheldResult(what string, fs []scan.Finding) []byte {
 		}
 	}
 	sort.Strings(ids)
-	text := fmt.Sprintf("mcpcage withheld the result of %s: it showed %s (%s). The person running mcpcage can see the details in its log.",
-		what, signs(fs), strings.Join(ids, ", "))
-	b, _ := json.Marshal(map[string]any{
-		"content": []map[string]string{{"type": "text", "text": text}},
-		"isError": true,
-	})
-	return b
+	return ids
 }
 
 // requestedName is the tool or prompt name, or the resource URI, of a request.

@@ -23,7 +23,7 @@ func (t *tally) put(id string, n int) {
 	t.mu.Unlock()
 }
 
-// findings takes the count for id; a result the scanner never saw (another
+// findings takes the count for id; an answer the scanner never saw (another
 // policy dropped it first) is scanned here.
 func (t *tally) findings(id string, result []byte) int {
 	t.mu.Lock()

@@ -6,14 +6,21 @@
 //
 // Item scans one definition (a tool, prompt, resource, resource template, or
 // the server's instructions); Tools scans a whole tools/list; Result scans a
-// tools/call result (text content and structuredContent, not binary data);
-// Text scans one string. Every string value and every object member name that
+// tools/call, prompts/get or resources/read result (every string; only the
+// base64 "data" of an image or audio content block and the base64 "blob" of
+// resource contents are left out as binary, a "data" or "blob" anywhere else
+// is text); Error scans a JSON-RPC error's message and data; Params scans
+// what a server sends on its own (sampling and elicitation requests, log and
+// progress notifications); Text scans one string. Every string value and every object member name that
 // is not a fixed keyword of MCP or JSON Schema is scanned, with its JSON path:
 // "description", "inputSchema.properties.path.description",
 // "inputSchema.properties[\"name\"]" for a property's name, "enum[2]" for an
 // array element, and ["..."] for member names that are not plain identifiers.
-// Nesting deeper than 32 levels, strings past 1 MiB and more than 20000
-// strings per item are not read, which keeps a scan linear in its input.
+// Nesting deeper than 128 levels (the pins' own limit), strings past 1 MiB
+// and more than 20000 strings per item are not read, which keeps a scan
+// linear in its input; reaching one of these bounds is itself a HIGH
+// finding (unscanned-text), once per bound and item, so nothing is skipped
+// in silence and --block-results withholds what was not read.
 //
 // # How a string is read
 //

@@ -96,7 +96,7 @@ func Rules() []*Rule { return loadedRules().rules }
 
 var builtinChecks = map[string]bool{
 	"tag-chars": true, "bidi": true, "mixed-script": true, "encoded": true, "cross-tool": true, "cross-tool-prefer": true,
-	"known-name": true, "lookalike-name": true,
+	"known-name": true, "lookalike-name": true, "scan-limit": true,
 }
 
 func parseSeverity(s string) (Severity, error) {

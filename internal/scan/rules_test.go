@@ -21,6 +21,11 @@ func scanExample(r *Rule, s string) []Finding {
 		sc.checkName(name, Origin{Package: pkg})
 		return sc.result()
 	}
+	if r.Check == "scan-limit" {
+		// A JSON document, walked as a definition is.
+		sc.walkJSON([]byte(s), "")
+		return sc.result()
+	}
 	if strings.HasPrefix(r.Check, "cross-tool") {
 		for _, n := range exampleSiblings {
 			sc.addSibling(n)

@@ -16,8 +16,10 @@ import (
 )
 
 // Bounds that keep a scan linear in its input, whatever a server sends.
+// What lies beyond one is never skipped in silence: it is itself a finding
+// (rule unscanned-text), once per bound and item.
 const (
-	maxDepth       = 32      // JSON nesting followed; deeper values are not read
+	maxDepth       = 128     // JSON nesting followed, the pins' own limit (pin.MaxDepth)
 	maxStrings     = 20000   // strings scanned per item
 	maxStringBytes = 1 << 20 // bytes of one string scanned
 	maxSiblings    = 2000    // other tools considered by the cross-tool check
@@ -106,22 +108,46 @@ func Text(path, s string) []Finding {
 	return sc.result()
 }
 
-// Result scans a tools/call result: the text of its content blocks
-// (text, embedded resources) and every string of structuredContent. Binary
-// data (images, audio, blobs) is not read.
+// Result scans a tools/call (prompts/get, resources/read) result: every
+// string and member name at any depth, content blocks, structuredContent
+// and all. Only binary data is not read: a base64 "data" of a content block
+// of type image or audio, and a base64 "blob" of resource contents (an
+// object with a "uri"); a "data" or "blob" anywhere else is text.
 func Result(result json.RawMessage) []Finding {
+	return scanMessage(result, "")
+}
+
+// Error scans a JSON-RPC error a server answered with: clients hand its
+// message and data to the model as the failure of what it asked for.
+func Error(message string, data json.RawMessage) []Finding {
+	sc := getScanner()
+	defer putScanner(sc)
+	sc.binary = true
+	sc.pb = append(sc.pb[:0], "error.message"...)
+	sc.text(message)
+	if len(data) > 0 {
+		sc.walkJSON(data, "error.data")
+	}
+	return sc.result()
+}
+
+// Params scans the params of a request or notification the server sends
+// (sampling/createMessage, elicitation/create, notifications/message,
+// notifications/progress), under the path "params", binary data as Result
+// leaves it.
+func Params(params json.RawMessage) []Finding {
+	return scanMessage(params, "params")
+}
+
+func scanMessage(b json.RawMessage, path string) []Finding {
 	// Pooled: the proxy scans every result, and a large one's buffers are
 	// most of what a scan allocates.
 	sc := getScanner()
 	defer putScanner(sc)
-	sc.skipKeys = resultSkipKeys
-	sc.walkJSON(result, "")
+	sc.binary = true
+	sc.walkJSON(b, path)
 	return sc.result()
 }
-
-// resultSkipKeys name the members of a result that hold binary data; read
-// only.
-var resultSkipKeys = map[string]bool{"data": true, "blob": true}
 
 // Count returns how many findings have at least severity min.
 func Count(fs []Finding, min Severity) int {
@@ -155,7 +181,8 @@ type scanner struct {
 	self     string
 	siblings map[string]sibling // by normalized lower-case name; may include self
 	sibShape [256]uint64        // per first byte of a sibling's name, bit len%64: most words are no name, and this says so without hashing them
-	skipKeys map[string]bool
+	binary   bool               // leave out the binary data of content blocks and resource contents
+	limits   uint8              // the bounds already reported for this item (limit bits)
 	out      []Finding
 	order    map[string]int // path -> order first seen, for sorting
 	seen     map[[2]string]bool
@@ -219,6 +246,7 @@ func (sc *scanner) reset() {
 	clear(sc.seen)
 	sc.spans = nil
 	sc.nstrings = 0
+	sc.limits = 0
 }
 
 func (sc *scanner) addSibling(name string) {
@@ -358,6 +386,7 @@ func (sc *scanner) walkJSON(b []byte, path string) {
 // walk scans one JSON value at the path in sc.pb, which it leaves as found.
 func (sc *scanner) walk(dec *jsontext.Decoder, depth int) error {
 	if depth > maxDepth {
+		sc.beyond(limitDepth)
 		return dec.SkipValue()
 	}
 	tok, err := dec.ReadToken()
@@ -370,35 +399,7 @@ func (sc *scanner) walk(dec *jsontext.Decoder, depth int) error {
 		sc.text(tok.String())
 		sc.ident = false
 	case '{':
-		n := len(sc.pb)
-		for dec.PeekKind() != '}' {
-			kt, err := dec.ReadToken()
-			if err != nil {
-				return err
-			}
-			key := kt.String()
-			if !schemaKeyword[key] {
-				sc.pb = appendQuotedKey(sc.pb, key)
-				sc.ident = true
-				sc.text(key)
-				sc.ident = false
-				sc.pb = sc.pb[:n]
-			}
-			if sc.skipKeys[key] {
-				if err := dec.SkipValue(); err != nil {
-					return err
-				}
-				continue
-			}
-			sc.pb = appendMember(sc.pb, key)
-			err = sc.walk(dec, depth+1)
-			sc.pb = sc.pb[:n]
-			if err != nil {
-				return err
-			}
-		}
-		_, err = dec.ReadToken()
-		return err
+		return sc.walkObject(dec, depth)
 	case '[':
 		n := len(sc.pb)
 		for i := 0; dec.PeekKind() != ']'; i++ {
@@ -413,6 +414,123 @@ func (sc *scanner) walk(dec *jsontext.Decoder, depth int) error {
 		return err
 	}
 	return nil
+}
+
+// walkObject scans the members of an object whose '{' was read. Under
+// sc.binary a string "data" or "blob" is held until the object ends, when
+// its siblings say whether it is binary (binaryMember); if not, it is
+// scanned like any member.
+func (sc *scanner) walkObject(dec *jsontext.Decoder, depth int) error {
+	n := len(sc.pb)
+	var held []heldMember
+	var typ string
+	hasURI := false
+	for dec.PeekKind() != '}' {
+		kt, err := dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		key := kt.String()
+		if !schemaKeyword[key] {
+			sc.pb = appendQuotedKey(sc.pb, key)
+			sc.ident = true
+			sc.text(key)
+			sc.ident = false
+			sc.pb = sc.pb[:n]
+		}
+		if sc.binary && (key == "data" || key == "blob") && dec.PeekKind() == '"' {
+			v, err := dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			held = append(held, heldMember{key, bytes.Clone(v)})
+			continue
+		}
+		hasURI = hasURI || key == "uri"
+		sc.pb = appendMember(sc.pb, key)
+		if key == "type" && dec.PeekKind() == '"' {
+			t, err := dec.ReadToken()
+			if err != nil {
+				return err
+			}
+			typ = t.String()
+			sc.text(typ)
+		} else {
+			err = sc.walk(dec, depth+1)
+		}
+		sc.pb = sc.pb[:n]
+		if err != nil {
+			return err
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	for _, h := range held {
+		if binaryMember(h.key, h.value, typ, hasURI) {
+			continue
+		}
+		var s string
+		if json.Unmarshal(h.value, &s) != nil {
+			continue
+		}
+		sc.pb = appendMember(sc.pb, h.key)
+		sc.text(s)
+		sc.pb = sc.pb[:n]
+	}
+	return nil
+}
+
+type heldMember struct {
+	key   string
+	value []byte // the JSON string, quotes and escapes as sent
+}
+
+// binaryMember reports the members MCP defines as base64 binary: "data" of
+// an image or audio content block, "blob" of resource contents. The value
+// must look like base64 too (its alphabet, JSON-escaped line breaks), so
+// text written there is still read.
+func binaryMember(key string, v []byte, typ string, hasURI bool) bool {
+	if !(key == "data" && (typ == "image" || typ == "audio") || key == "blob" && hasURI) {
+		return false
+	}
+	for i := 1; i < len(v)-1; i++ {
+		c := v[i]
+		switch {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '+', c == '/', c == '=', c == '-', c == '_':
+		case c == '\\' && i+1 < len(v)-1 && (v[i+1] == 'n' || v[i+1] == 'r' || v[i+1] == '/'):
+			i++
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// The bounds a scan reports when it reaches them.
+const (
+	limitDepth uint8 = 1 << iota
+	limitStrings
+	limitStringBytes
+)
+
+// beyond reports, once per item, that a bound left part of it unread.
+func (sc *scanner) beyond(limit uint8) {
+	if sc.limits&limit != 0 {
+		return
+	}
+	sc.limits |= limit
+	r := sc.set.checks["scan-limit"]
+	if r == nil {
+		return
+	}
+	what := map[uint8]string{
+		limitDepth:       "nested deeper than " + strconv.Itoa(maxDepth) + " levels",
+		limitStrings:     "more than " + strconv.Itoa(maxStrings) + " strings",
+		limitStringBytes: "a string longer than " + strconv.Itoa(maxStringBytes>>20) + " MiB",
+	}[limit]
+	sc.pok = false
+	sc.add(r, what)
 }
 
 // appendMember adds .key to a path, or ["key"] when key is not a plain
@@ -470,11 +588,14 @@ var schemaKeyword = map[string]bool{
 // text scans one string.
 func (sc *scanner) text(s string) {
 	if sc.nstrings >= maxStrings {
+		sc.beyond(limitStrings)
 		return
 	}
 	sc.nstrings++
 	sc.pok = false
 	if len(s) > maxStringBytes {
+		sc.beyond(limitStringBytes)
+		sc.pok = false
 		s = s[:maxStringBytes]
 	}
 	set := sc.set
