@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sort"
@@ -121,12 +122,23 @@ func auditVerifyRun(opts *AuditVerifyOptions) error {
 	return nil
 }
 
-func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+// writeJSON prints v as indented JSON (printJSON).
+func writeJSON(w io.Writer, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err = w.Write(append(b, '\n'))
+	return printJSON(w, bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+}
+
+// printJSON prints the JSON text b and a newline for --json: every --json
+// output passes here, so the control and format runes a server's strings
+// carry reach the terminal as \uXXXX escapes (untrusted.JSON), never raw.
+func printJSON(w io.Writer, b []byte) error {
+	_, err := w.Write(append(untrusted.JSON(b), '\n'))
 	return err
 }
 
@@ -196,8 +208,9 @@ func newAuditShowCmd(io *IOStreams, runF func(*AuditShowOptions) error) *cobra.C
 		Use:   "show [--server NAME] [--since TIME] [--kind KIND] [--json]",
 		Short: "Print the records of the audit log",
 		Long: `Show prints the audit log's records, oldest first. It does not check them:
-run mcpcage audit verify for that. With --json it prints the records' exact
-lines (JSON Lines).
+run mcpcage audit verify for that. With --json it prints the records' lines
+(JSON Lines), with control and format characters as \u escapes: the same
+JSON values, nothing a terminal acts on.
 
 --since takes an RFC 3339 time (2026-01-02T15:04:05Z), a date (2026-01-02)
 or a duration back from now (90m, 24h).`,
@@ -224,7 +237,7 @@ or a duration back from now (90m, 24h).`,
 	cmd.Flags().StringVar(&opts.Server, "server", "", "only records of the server `NAME`")
 	cmd.Flags().StringVar(&since, "since", "", "only records from `TIME` on")
 	cmd.Flags().StringVar(&opts.Kind, "kind", "", "only records of this `kind` (session_start, call, blocked, pin, drift, approve, egress, session_end, recovery)")
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the exact record lines (JSON Lines)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the record lines (JSON Lines; control and format characters as \\u escapes)")
 	return cmd
 }
 
@@ -255,8 +268,7 @@ func auditShowRun(opts *AuditShowOptions) error {
 		}
 		n++
 		if opts.JSON {
-			_, err := out.Write(append(append([]byte(nil), rec.Line...), '\n'))
-			return err
+			return printJSON(out, rec.Line)
 		}
 		_, err = fmt.Fprintln(out, formatRecord(rec))
 		return err
@@ -408,7 +420,7 @@ func newAuditTailCmd(io *IOStreams, runF func(context.Context, *AuditTailOptions
 	}
 	cmd.Flags().IntVarP(&opts.Lines, "lines", "n", 10, "how many of the last records to print first")
 	cmd.Flags().BoolVarP(&opts.Follow, "follow", "f", false, "keep printing records as they are written, until interrupted")
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the exact record lines (JSON Lines)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the record lines (JSON Lines; control and format characters as \\u escapes)")
 	return cmd
 }
 
@@ -436,7 +448,7 @@ func auditTailRun(ctx context.Context, opts *AuditTailOptions) error {
 	}
 	show := func(rec *audit.Record) {
 		if opts.JSON {
-			opts.IO.Out.Write(append(append([]byte(nil), rec.Line...), '\n'))
+			_ = printJSON(opts.IO.Out, rec.Line)
 			return
 		}
 		fmt.Fprintln(opts.IO.Out, formatRecord(rec))

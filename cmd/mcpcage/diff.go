@@ -312,6 +312,5 @@ func diffJSON(w io.Writer, f *pin.File, changes []pin.Change) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	return printJSON(w, b)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -102,9 +101,7 @@ func imagesList(ctx context.Context, io *IOStreams, asJSON bool) error {
 		rows = append(rows, imageRow(st))
 	}
 	if asJSON {
-		enc := json.NewEncoder(io.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		return writeJSON(io.Out, rows)
 	}
 	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVERS\tIMAGE\tSTATE\t")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -111,8 +112,7 @@ func pinsListRun(opts *PinsOptions) error {
 		if err != nil {
 			return err
 		}
-		_, err = opts.IO.Out.Write(append(b, '\n'))
-		return err
+		return printJSON(opts.IO.Out, b)
 	}
 	if len(files) == 0 {
 		fmt.Fprintln(opts.IO.Out, "No pins yet: they are recorded the first time a session lists a server's tools.")
@@ -145,8 +145,7 @@ func pinsShowRun(opts *PinsOptions) error {
 		if err != nil {
 			return err
 		}
-		_, err = w.Write(b)
-		return err
+		return printJSON(w, bytes.TrimSuffix(b, []byte("\n")))
 	}
 	fmt.Fprintf(w, "Server:   %s\n", untrusted.Line(f.Server))
 	if f.Approved == nil {

@@ -284,10 +284,7 @@ func protectRun(opts *ProtectOptions) error {
 		inspectAll(opts, reports, &rep)
 	}
 	if opts.JSON {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		return enc.Encode(rep)
+		return writeJSON(opts.IO.Out, rep)
 	}
 	printReport(opts, rep)
 	return nil

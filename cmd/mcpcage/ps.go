@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -66,9 +65,7 @@ func psRun(ctx context.Context, opts *PsOptions) error {
 		entries = append(entries, psEntry{Info: in, UptimeSeconds: up})
 	}
 	if opts.JSON {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(entries)
+		return writeJSON(opts.IO.Out, entries)
 	}
 	if len(entries) == 0 {
 		fmt.Fprintln(opts.IO.ErrOut, "no cages")

@@ -370,10 +370,7 @@ func itemDisplayName(item json.RawMessage, i int) string {
 func printScan(opts *ScanOptions, rep *scanReport) error {
 	w := opts.IO.Out
 	if opts.JSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		return enc.Encode(rep)
+		return writeJSON(w, rep)
 	}
 	all := append(append([]scannedItem(nil), rep.Tools...), rep.Other...)
 	flagged, high := 0, 0

@@ -55,9 +55,7 @@ func scanArgs(opts *ScanOptions) error {
 			Findings []secrets.ArgFinding `json:"findings"`
 			Refused  int                  `json:"refused"`
 		}{tool, append([]secrets.ArgFinding{}, fs...), len(refused)}
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+		if err := writeJSON(opts.IO.Out, out); err != nil {
 			return err
 		}
 	} else {

@@ -19,7 +19,9 @@
 // selectors, blank-looking letters (Hangul fillers, U+3164) and U+FFFD.
 //
 // Every command that prints a string it did not write itself goes through
-// Text or Line; there is no second escaping function in the tree.
+// Text or Line; there is no second escaping function in the tree. Output for
+// programs (--json) goes through JSON, which writes the same runes as
+// \uXXXX escapes: still the same JSON value, and nothing a terminal acts on.
 package untrusted
 
 import (
@@ -27,6 +29,7 @@ import (
 	"io"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -111,6 +114,49 @@ func escape(r rune, multiline bool) bool {
 	}
 	// Everything unprintable left: other spaces (Zs), U+2028/U+2029, unassigned.
 	return !unicode.IsPrint(r)
+}
+
+// JSON returns the JSON text b with every rune Line would escape written as a
+// \uXXXX escape (a surrogate pair above U+FFFF) and every byte that is not
+// valid UTF-8 as \ufffd, which is what a decoder reads it as. Encoders leave
+// C1 controls, DEL and format runes such as U+202E raw, and a terminal
+// acts on them. In valid JSON such runes can only stand inside strings, so
+// the value b decodes to is unchanged.
+func JSON(b []byte) []byte {
+	if jsonClean(b) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+32)
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			out = append(out, `\ufffd`...)
+		case r < 0x80 && r != 0x7f:
+			out = append(out, b[i])
+		case r == 0x7f || escape(r, false) || isTag(r):
+			if r > 0xffff {
+				hi, lo := utf16.EncodeRune(r)
+				out = fmt.Appendf(out, `\u%04x\u%04x`, hi, lo)
+			} else {
+				out = fmt.Appendf(out, `\u%04x`, r)
+			}
+		default:
+			out = append(out, b[i:i+n]...)
+		}
+		i += n
+	}
+	return out
+}
+
+// jsonClean is JSON's fast path: ASCII without DEL needs no work.
+func jsonClean(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // Fprintf is fmt.Fprintf for a line of output whose format is mcpcage's own

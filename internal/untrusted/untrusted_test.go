@@ -1,6 +1,7 @@
 package untrusted
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -100,5 +101,29 @@ func TestFprintfRendersArguments(t *testing.T) {
 	}
 	if s := Line("a\u200b\n"); Line(s) != s {
 		t.Errorf("Line is not idempotent on %q", s)
+	}
+}
+
+// JSON escapes what Line would, as \uXXXX, and the value stays the same.
+func TestJSON(t *testing.T) {
+	v := map[string]string{"name": "a\u009b31mb\u202ec\x1bd\x7fe\U000E0041f\u00e9g\u2028h"}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := JSON(raw)
+	want := `{"name":"a\u009b31mb\u202ec\u001bd\u007fe\udb40\udc41f` + "\u00e9" + `g\u2028h"}`
+	if string(got) != want {
+		t.Errorf("JSON(%s)\n got %s\nwant %s", raw, got, want)
+	}
+	var back map[string]string
+	if err := json.Unmarshal(got, &back); err != nil || back["name"] != v["name"] {
+		t.Errorf("decoded %q, %v; want %q", back["name"], err, v["name"])
+	}
+	if again := JSON(got); string(again) != string(got) {
+		t.Errorf("not idempotent: %s", again)
+	}
+	if got := JSON([]byte("{\"a\":\"\xff\"}")); string(got) != `{"a":"\ufffd"}` {
+		t.Errorf("invalid byte: %s", got)
 	}
 }
