@@ -35,8 +35,11 @@ type ProtectOptions struct {
 	Fix        bool
 	Yes        bool
 	Inspect    bool
-	NoInstall  bool   // --fix --no-install: cage without installing first
-	Exe        string // absolute path of mcpcage written into caged entries
+	// Names are the servers --inspect starts (all but project files'
+	// when empty); naming one is consent to start it.
+	Names     []string
+	NoInstall bool   // --fix --no-install: cage without installing first
+	Exe       string // absolute path of mcpcage written into caged entries
 	// AllowTempExe writes Exe even from a temporary or build folder.
 	AllowTempExe bool
 	Now          func() time.Time
@@ -51,7 +54,7 @@ var protectBeforeRename func(path string)
 func newProtectCmd(io *IOStreams) *cobra.Command {
 	opts := &ProtectOptions{IO: io}
 	cmd := &cobra.Command{
-		Use:   "protect [--fix [--yes]] [--inspect] [--json] [--client NAME]...",
+		Use:   "protect [--fix [--yes]] [--inspect [NAME...]] [--json] [--client NAME]...",
 		Short: "Show which MCP servers of your clients run without a cage; --fix cages them",
 		Long: `protect reads the MCP configuration of every client installed here (and of
 the project in the current directory) and shows, for each server, whether it
@@ -65,6 +68,14 @@ is left next to every file changed; mcpcage unwrap restores the originals.
 
 Clients: ` + strings.Join(clients.IDs(), ", ") + `.
 
+With --inspect it also starts each server, in a minimal cage (no network,
+no --mount, nothing of yours writable, variables only with the values of the
+entry's own env block), lists its tools, and shows their pin status and the
+scanner's findings. A project file's servers (./.mcp.json, .cursor/mcp.json,
+.vscode/mcp.json, ... in the current directory: a cloned repository can
+plant one) are started only after a question on a terminal, or when named:
+--inspect NAME... inspects only the servers named.
+
 Exit status: 0 when the report was printed or the changes written (or there
 was nothing to change); 1 on an error, when the prompt was declined, or when
 a file changed while mcpcage was writing it; 2 for a usage error, or --fix
@@ -72,10 +83,14 @@ without a terminal to ask on and without --yes.`,
 		Example: `  mcpcage protect
   mcpcage protect --json --client claude-desktop
   mcpcage protect --inspect --client cursor
+  mcpcage protect --inspect notes
   mcpcage protect --fix
   mcpcage protect --fix --yes --client vscode`,
-		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && !opts.Inspect {
+				return &ExitError{Code: 2, Err: withHint(fmt.Errorf("unexpected argument %q", args[0]), "server names go with --inspect: mcpcage protect --inspect NAME")}
+			}
+			opts.Names = args
 			l, err := clients.HostLayout()
 			if err != nil {
 				return withHint(errors.New("cannot find your home directory"), "set HOME")
@@ -281,7 +296,9 @@ func protectRun(opts *ProtectOptions) error {
 	}
 	rep := buildReport(reports, ledger)
 	if opts.Inspect {
-		inspectAll(opts, reports, &rep)
+		if err := inspectAll(opts, reports, &rep); err != nil {
+			return err
+		}
 	}
 	if opts.JSON {
 		return writeJSON(opts.IO.Out, rep)

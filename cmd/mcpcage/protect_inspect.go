@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/spf13/pflag"
 
 	"github.com/mcpcage/mcpcage/internal/cage"
 	"github.com/mcpcage/mcpcage/internal/clients"
@@ -30,8 +32,14 @@ const inspectTimeout = 4 * time.Minute
 
 // inspectResultJSON is what `protect --inspect` learned of one server.
 type inspectResultJSON struct {
-	Name     string         `json:"name,omitempty"` // the name pins are kept under
-	Error    string         `json:"error,omitempty"`
+	Name  string `json:"name,omitempty"` // the name pins are kept under
+	Error string `json:"error,omitempty"`
+	// Skipped says why the server was not started (a project file's, not
+	// named and not agreed to).
+	Skipped string `json:"skipped,omitempty"`
+	// NotGiven is what the entry asks for that inspection's minimal cage
+	// leaves out (mounts, network, variables without a value in the entry).
+	NotGiven []string       `json:"not_given,omitempty"`
 	Tools    []string       `json:"tools,omitempty"`
 	Pin      string         `json:"pin,omitempty"` // "new", "matches", "changed", "locked"
 	PinText  string         `json:"pin_text,omitempty"`
@@ -65,42 +73,142 @@ func inspectCommand(s clients.Server) ([]string, bool) {
 	return nil, false
 }
 
-// inspectAll starts each cageable or caged server in the cage, lists its
-// tools, and compares them with its pins and the scanner's rules. Nothing is
-// recorded: pins are only written by sessions and by approve.
-func inspectAll(opts *ProtectOptions, reports []*fileReport, rep *reportJSON) {
+// inspectAll starts each cageable or caged server in a minimal cage, lists
+// its tools, and compares them with its pins and the scanner's rules.
+// Nothing is recorded: pins are only written by sessions and by approve.
+//
+// A project file came with the folder, not from the user's own settings (a
+// cloned repository can plant one): its servers are started only when named
+// on the command line, or after a question on a terminal; otherwise each is
+// listed as skipped, with the command that includes it.
+func inspectAll(opts *ProtectOptions, reports []*fileReport, rep *reportJSON) error {
+	named := map[string]bool{}
+	for _, n := range opts.Names {
+		named[n] = false
+	}
+	for _, r := range reports {
+		for _, s := range r.Servers {
+			if _, ok := named[s.Name]; ok {
+				named[s.Name] = true
+			}
+		}
+	}
+	for _, n := range opts.Names {
+		if !named[n] {
+			return &ExitError{Code: exitUsage, Err: withHint(fmt.Errorf("no server named %q in the configuration files read", n), "`mcpcage protect` lists them with their names")}
+		}
+	}
+	answers := bufio.NewReader(opts.IO.In)
+	agreed := map[string]bool{}
 	for fi, r := range reports {
 		for si, s := range r.Servers {
 			argv, ok := inspectCommand(s)
 			if !ok {
 				continue
 			}
+			if len(named) > 0 {
+				if _, ok := named[s.Name]; !ok {
+					continue
+				}
+			} else if r.File.Scope == "project" {
+				yes, asked := agreed[r.File.Path]
+				if !asked {
+					yes = askProject(opts, answers, r)
+					agreed[r.File.Path] = yes
+				}
+				if !yes {
+					rep.Files[fi].Servers[si].Inspect = &inspectResultJSON{Skipped: fmt.Sprintf(
+						"a project file's server is started only when named (a cloned repository can plant one): `mcpcage protect --inspect %s` inspects it", quoteArgs([]string{s.Name}))}
+					continue
+				}
+			}
 			untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: inspecting %s (%s)...\n", s.Name, r.File.Client.Name)
-			res := inspectOne(opts, s, argv)
-			rep.Files[fi].Servers[si].Inspect = res
+			rep.Files[fi].Servers[si].Inspect = inspectOne(s, argv)
 		}
 	}
+	return nil
 }
 
-func inspectOne(opts *ProtectOptions, s clients.Server, argv []string) *inspectResultJSON {
-	res := &inspectResultJSON{}
-	// Parse the run flags with `mcpcage run`'s own command, so inspection
-	// cages the server exactly as a session would.
-	rio := &IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}
+// askProject asks on a terminal whether to start the servers of a project
+// file; without a terminal the answer is no.
+func askProject(opts *ProtectOptions, answers *bufio.Reader, r *fileReport) bool {
+	if !opts.IO.InTTY {
+		return false
+	}
+	n := 0
+	for _, s := range r.Servers {
+		if _, ok := inspectCommand(s); ok {
+			n++
+		}
+	}
+	untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: %s is a project file: it came with this folder, not from your settings, and a cloned repository can plant one. Start its %s to inspect them, each in a minimal cage (no network, none of your files writable)? [y/N] ",
+		tilde(opts.Layout, r.File.Path), countOf(n, "server"))
+	line, _ := answers.ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+// inspectRun is the `mcpcage run` that inspection starts for an entry whose
+// run arguments are argv: its server (package, image and arguments) and
+// name, in a minimal cage whatever else the entry asks for. No network, no
+// --mount (only the read-only mounts run itself makes of the paths among the
+// arguments, as for an entry --fix wrote), HOME an empty tmpfs, default
+// limits, and variables only with their values from the entry's own env
+// block, never from mcpcage's environment (the user's shell). It returns
+// what was left out.
+func inspectRun(s clients.Server, argv []string, rio *IOStreams) (*RunOptions, []string, error) {
 	cmd := newRunCmd(rio)
 	if err := cmd.Flags().Parse(argv); err != nil {
-		res.Error = err.Error()
-		return res
+		return nil, nil, err
 	}
-	ropts := &RunOptions{IO: rio}
 	fs := cmd.Flags()
+	block := map[string]string{}
+	for _, v := range s.Env {
+		block[v.Name] = v.Value
+	}
+	var keep, notGiven []string
+	add := func(flag, value string) { keep = append(keep, "--"+flag, value) }
+	fs.Visit(func(f *pflag.Flag) {
+		switch f.Name {
+		case "image", "name":
+			add(f.Name, f.Value.String())
+		case "env":
+			vs, _ := fs.GetStringArray("env")
+			for _, n := range vs {
+				if _, ok := block[n]; ok {
+					add("env", n)
+				} else {
+					notGiven = append(notGiven, "--env "+n+" (no value in the entry's env block)")
+				}
+			}
+		case "mount", "allow-host":
+			vs, _ := fs.GetStringArray(f.Name)
+			for _, v := range vs {
+				notGiven = append(notGiven, "--"+f.Name+" "+v)
+			}
+		default:
+			if f.Value.Type() == "bool" {
+				notGiven = append(notGiven, "--"+f.Name)
+			} else {
+				notGiven = append(notGiven, "--"+f.Name+" "+f.Value.String())
+			}
+		}
+	})
+	min := newRunCmd(rio)
+	if err := min.Flags().Parse(append(append(keep, "--"), fs.Args()...)); err != nil {
+		return nil, nil, err
+	}
+	fs = min.Flags()
+	ropts := &RunOptions{IO: rio, ScratchHome: true}
+	ropts.LookupEnv = func(n string) (string, bool) {
+		v, ok := block[n]
+		return v, ok
+	}
 	ropts.Image, _ = fs.GetString("image")
 	ropts.Name, _ = fs.GetString("name")
-	ropts.AllowNet, _ = fs.GetBool("allow-net")
-	ropts.AllowHosts, _ = fs.GetStringArray("allow-host")
-	ropts.AllowPrivate, _ = fs.GetBool("allow-private-addresses")
-	ropts.EgressNetwork, _ = fs.GetString("egress-network")
-	ropts.Mounts, _ = fs.GetStringArray("mount")
 	ropts.Env, _ = fs.GetStringArray("env")
 	ropts.Memory, _ = fs.GetString("memory")
 	ropts.Pids, _ = fs.GetInt64("pids")
@@ -109,12 +217,19 @@ func inspectOne(opts *ProtectOptions, s clients.Server, argv []string) *inspectR
 	ropts.MaxLine, _ = fs.GetString("max-line")
 	ropts.StartTimeout, _ = fs.GetDuration("start-timeout")
 	ropts.Command = fs.Args()
+	return ropts, notGiven, nil
+}
 
-	// The client would give the server its env block; so does inspection,
-	// through mcpcage's own environment, never argv.
-	restore := setEnv(s.Env)
+func inspectOne(s clients.Server, argv []string) *inspectResultJSON {
+	res := &inspectResultJSON{}
+	rio := &IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}
+	ropts, notGiven, err := inspectRun(s, argv, rio)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.NotGiven = notGiven
 	p, err := planRun(ropts)
-	restore()
 	if err != nil {
 		res.Error = errText(err)
 		return res
@@ -246,32 +361,6 @@ func lastLine(s string) string {
 	return l
 }
 
-// setEnv sets the entry's variables in this process for planRun, and
-// returns a function that puts the environment back.
-func setEnv(vars []clients.Var) func() {
-	type old struct {
-		v  string
-		ok bool
-	}
-	saved := map[string]old{}
-	for _, v := range vars {
-		if _, done := saved[v.Name]; !done {
-			ov, ok := os.LookupEnv(v.Name)
-			saved[v.Name] = old{ov, ok}
-		}
-		os.Setenv(v.Name, v.Value)
-	}
-	return func() {
-		for n, o := range saved {
-			if o.ok {
-				os.Setenv(n, o.v)
-			} else {
-				os.Unsetenv(n)
-			}
-		}
-	}
-}
-
 // pinStatus compares the tools listed now with the pins of name.
 func pinStatus(name string, current []jsontext.Value) (string, string) {
 	dir, err := home.Dir()
@@ -318,6 +407,13 @@ func pinStatus(name string, current []jsontext.Value) (string, string) {
 }
 
 func printInspect(w io.Writer, r *inspectResultJSON) {
+	if r.Skipped != "" {
+		untrusted.Fprintf(w, "      inspect: skipped: %s\n", r.Skipped)
+		return
+	}
+	if len(r.NotGiven) > 0 {
+		untrusted.Fprintf(w, "      inspect: in a minimal cage, without: %s\n", strings.Join(r.NotGiven, ", "))
+	}
 	for _, t := range r.Tried {
 		port := ""
 		if t.What == t.Host && strings.HasPrefix(t.Allow, "--allow-host ") {

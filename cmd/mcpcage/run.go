@@ -56,6 +56,12 @@ type RunOptions struct {
 	AllowHosts    []string
 	AllowPrivate  bool
 	EgressNetwork string
+	// Set by protect --inspect only, never by a flag: LookupEnv is where
+	// --env values come from (nil: mcpcage's own environment), and
+	// ScratchHome gives the server an empty HOME in memory in place of its
+	// private folder.
+	LookupEnv   func(string) (string, bool)
+	ScratchHome bool
 }
 
 func newRunCmd(io *IOStreams) *cobra.Command {
@@ -220,6 +226,10 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 	if opts.StartTimeout <= 0 {
 		return nil, usageErr(fmt.Errorf("--start-timeout %s: give a positive duration, like 30s", opts.StartTimeout))
 	}
+	lookupEnv := opts.LookupEnv
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
 	for _, n := range opts.Env {
 		if strings.Contains(n, "=") {
 			// Said without echoing the value: it may be a secret.
@@ -229,7 +239,7 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 		if !envName.MatchString(n) {
 			return nil, usageErr(fmt.Errorf("--env %q is not a variable name", n))
 		}
-		v, ok := os.LookupEnv(n)
+		v, ok := lookupEnv(n)
 		if !ok {
 			return nil, usageErr(withHint(fmt.Errorf("--env %s: %s is not set in mcpcage's environment", n, n),
 				"set it in the client config's env block for this server"))
@@ -490,7 +500,7 @@ func upCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Started, e
 		StateDir: p.stateDir, Sockets: p.sockets, Env: p.env, WorkDir: p.workDir,
 		AllowNet: opts.AllowNet, Memory: p.memory, Pids: opts.Pids, CPUs: opts.CPUs, TmpSize: p.tmpSize,
 		Update: opts.Update, AllowScripts: opts.AllowScripts, LegacyOwner: legacyOwner,
-		Egress: p.egress, EgressNetwork: p.egressNet, Log: opts.IO.ErrOut,
+		Egress: p.egress, EgressNetwork: p.egressNet, Log: opts.IO.ErrOut, ScratchHome: opts.ScratchHome,
 	}
 	if p.egress != nil {
 		p.egressRec = &egressRecorder{name: p.name, errOut: opts.IO.ErrOut}

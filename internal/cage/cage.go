@@ -21,8 +21,8 @@
 //     runs as root, else mcpcage's own uid:gid (so folders mounted :rw stay the
 //     user's);
 //   - memory (no swap), pids and CPU limits, no core dumps;
-//   - HOME=/home/mcp, a private per-server folder of the host mounted read-write,
-//     and the given Mounts at their own paths; no other host path and never
+//   - HOME=/home/mcp, a private per-server folder of the host mounted read-write
+//     (ScratchHome: an empty tmpfs instead), and the given Mounts at their own paths; no other host path and never
 //     the Docker socket (ResolveMount refuses it); a mount the cage's user
 //     could not read (or, for a writable one, write) is refused before the
 //     container is created (CheckAccess);
@@ -107,9 +107,13 @@ type Spec struct {
 	// Masks are container paths hidden under an empty read-only tmpfs: the
 	// parts of a mounted folder the server must not see (mcpcage's own
 	// state when the user mounts a folder that holds it). See MasksFor.
-	Masks    []string
-	Home     string // host folder mounted read-write as HOME; "" for none
-	AllowNet bool
+	Masks []string
+	Home  string // host folder mounted read-write as HOME; "" for none
+	// ScratchHome makes HOME an empty tmpfs of TmpSize bytes, in place of
+	// Home: what the server writes there never reaches the host and goes
+	// with the container (protect --inspect).
+	ScratchHome bool
+	AllowNet    bool
 	// Network is the network the cage joins instead of none (an egress
 	// gateway's cage network), with DNS its resolvers.
 	Network string
@@ -551,6 +555,9 @@ func configs(spec Spec) (*container.Config, *container.HostConfig, error) {
 			// No core dumps: a crashing server would leave its memory in HOME.
 			Ulimits: []*container.Ulimit{{Name: "core", Soft: 0, Hard: 0}},
 		},
+	}
+	if spec.ScratchHome {
+		hc.Tmpfs[HomeInContainer] = "rw,nosuid,nodev,mode=0700,size=" + strconv.FormatInt(tmp, 10) + ",uid=" + uid + ",gid=" + gid
 	}
 	if spec.AllowNet {
 		hc.NetworkMode = "bridge"

@@ -51,6 +51,9 @@ type Plan struct {
 	// Log receives what Up and the cage say on the way (orphans reaped,
 	// first-use image, install progress, hints).
 	Log io.Writer
+	// ScratchHome gives the server an empty HOME in memory (Spec.ScratchHome)
+	// in place of its private folder under StateDir (protect --inspect).
+	ScratchHome bool
 }
 
 // Started is a running cage: the server, what was launched, and the egress
@@ -193,14 +196,18 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 	if p.WorkDir != "" {
 		spec.WorkingDir = p.WorkDir
 	}
-	homeDir, err := home.ServerHome(p.Name, l.Identity(), p.LegacyOwner)
-	if err != nil {
-		return fail(err, "")
+	if p.ScratchHome {
+		spec.ScratchHome = true
+	} else {
+		homeDir, err := home.ServerHome(p.Name, l.Identity(), p.LegacyOwner)
+		if err != nil {
+			return fail(err, "")
+		}
+		if err := PrepareHome(homeDir); err != nil {
+			return fail(err, "")
+		}
+		spec.Home = homeDir
 	}
-	if err := PrepareHome(homeDir); err != nil {
-		return fail(err, "")
-	}
-	spec.Home = homeDir
 	if p.AllowNet || p.Egress != nil {
 		if err := caBundle(c.Kind, &spec); err != nil {
 			return fail(err, "fix or unset the variable, then try again")

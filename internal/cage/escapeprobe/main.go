@@ -33,6 +33,11 @@
 //	writable          every mount point (folder or file) the server can
 //	                  write, space-separated in detail; "escaped" when any
 //
+// Run as "escapeprobe report CHECK=TARGET..." it serves as above and makes
+// each check when asked for its tools, listing beside "probe" one tool per
+// check named CHECK_escaped_N or CHECK_held_N (N its position): what a client that only lists
+// tools (protect --inspect) learns of the cage.
+//
 // Run as "escapeprobe sleep" it sleeps (fork children); "escapeprobe eat N"
 // touches N MiB; "escapeprobe euid" prints its effective uid; "escapeprobe
 // exit N" exits with status N at once; "escapeprobe hang" never answers.
@@ -74,6 +79,9 @@ func main() {
 			n, _ := strconv.Atoi(os.Args[2])
 			fmt.Fprintf(os.Stderr, "escapeprobe: exiting with status %d\n", n)
 			os.Exit(n)
+		case "report":
+			serve(os.Args[2:])
+			return
 		case "hang":
 			// Reads its stdin and never answers: a server waiting for a
 			// network it does not have.
@@ -82,7 +90,7 @@ func main() {
 			return
 		}
 	}
-	serve()
+	serve(nil)
 }
 
 type request struct {
@@ -91,13 +99,15 @@ type request struct {
 	Params json.RawMessage `json:"params"`
 }
 
-func serve() {
+// serve answers MCP requests; reports are the checks of "escapeprobe
+// report", made at tools/list.
+func serve(reports []string) {
 	in := bufio.NewReader(os.Stdin)
 	out := bufio.NewWriter(os.Stdout)
 	for {
 		line, err := in.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
-			handle(out, line)
+			handle(out, line, reports)
 			out.Flush()
 		}
 		if err != nil {
@@ -112,7 +122,7 @@ func reply(out *bufio.Writer, id json.RawMessage, result any) {
 	out.WriteByte('\n')
 }
 
-func handle(out *bufio.Writer, line []byte) {
+func handle(out *bufio.Writer, line []byte, reports []string) {
 	var req request
 	if err := json.Unmarshal(line, &req); err != nil || req.ID == nil {
 		return
@@ -134,13 +144,23 @@ func handle(out *bufio.Writer, line []byte) {
 	case "ping":
 		reply(out, req.ID, map[string]any{})
 	case "tools/list":
-		reply(out, req.ID, map[string]any{"tools": []any{map[string]any{
+		tools := []any{map[string]any{
 			"name":        "probe",
 			"description": "Tries one way out of the cage and reports whether it worked.",
 			"inputSchema": map[string]any{"type": "object", "properties": map[string]any{
 				"check": map[string]any{"type": "string"}, "target": map[string]any{"type": "string"},
 			}, "required": []string{"check"}},
-		}}})
+		}}
+		for i, r := range reports {
+			check, target, _ := strings.Cut(r, "=")
+			verdict := "held"
+			if escaped, _ := probe(check, target); escaped {
+				verdict = "escaped"
+			}
+			tools = append(tools, map[string]any{"name": check + "_" + verdict + "_" + strconv.Itoa(i+1), "description": "The check " + check + " " + verdict + ".",
+				"inputSchema": map[string]any{"type": "object"}})
+		}
+		reply(out, req.ID, map[string]any{"tools": tools})
 	case "tools/call":
 		var p struct {
 			Name      string `json:"name"`
