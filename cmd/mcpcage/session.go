@@ -37,7 +37,7 @@ func (g *GuardFlags) add(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&g.Tools, "tools", nil, "offer only these tools (comma-separated names)")
 	fs.StringSliceVar(&g.Deny, "deny-tools", nil, "hide these tools (comma-separated names)")
 	fs.BoolVar(&g.ReadOnlyTools, "read-only-tools", false, "offer only tools annotated readOnlyHint: true (the disk is read-only anyway; this filters tools)")
-	fs.StringVar(&g.BlockResults, "block-results", "", "replace a tool result that shows signs of hidden instructions of this `severity` or higher (low, medium, high) with an error; default: report them and pass the result on")
+	fs.StringVar(&g.BlockResults, "block-results", "", "replace a tool result or error that shows signs of hidden instructions of this `severity` or higher (low, medium, high) with an error, and refuse such sampling/elicitation requests of the server (drop such notifications); default: report them and pass them on")
 	fs.StringArrayVar(&g.AllowSecrets, "allow-secret", nil, "let tool-call arguments carry a secret of this `KIND` to the server, or KIND:TOOL for one tool (kinds: "+strings.Join(secrets.Kinds, ", ")+"); repeatable")
 	fs.StringVar(&g.AuditAnchor, "audit-anchor", "", "copy every audit checkpoint to this `file` (on another device); default $MCPCAGE_AUDIT_ANCHOR")
 	fs.StringVar(&g.AuditAnchorCmd, "audit-anchor-cmd", "", "pipe every audit checkpoint to this shell `command`; default $MCPCAGE_AUDIT_ANCHOR_CMD")

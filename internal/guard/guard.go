@@ -10,8 +10,10 @@
 //  3. argument secrets (secrets.go): refuses a tools/call whose arguments
 //     carry a private key, a token or another caged server's credential.
 //  4. scanner: scans what the server sends towards the model or the user
-//     (results, errors, its own requests and notifications) with
-//     internal/scan; reports on stderr, withholds under --block-results.
+//     (results, errors, its own sampling and elicitation requests, log and
+//     progress notifications) with internal/scan; reports on stderr and, for
+//     the server's own messages, in a server_message audit record; withholds
+//     under --block-results.
 //  5. audit (internal/audit): records calls, blocks, refusals and the
 //     others' events in the hash-chained log; never changes a message.
 //
@@ -131,7 +133,7 @@ func New(cfg Config) ([]proxy.Policy, error) {
 		newSilence(cfg),
 		pins,
 		argSecrets,
-		&scanner{name: cfg.Name, stderr: cfg.Stderr, block: cfg.BlockResults, tally: tally},
+		&scanner{name: cfg.Name, stderr: cfg.Stderr, block: cfg.BlockResults, tally: tally, event: rec.event},
 		rec,
 	}, nil
 }

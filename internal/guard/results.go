@@ -24,12 +24,24 @@ type scanner struct {
 	stderr io.Writer
 	block  scan.Severity // 0: never block
 	tally  *tally
+	event  func(kind string, fields map[string]any) // the audit log
 }
 
 var scannedMethods = map[string]string{"tools/call": "tool", "prompts/get": "prompt", "resources/read": "resource"}
 
+// serverMessages are what a server sends on its own that reaches the
+// client's model (a sampling request's systemPrompt and messages) or the
+// person (an elicitation's message and form, log and progress messages).
+var serverMessages = map[string]bool{
+	"sampling/createMessage": true, "elicitation/create": true,
+	"notifications/message": true, "notifications/progress": true,
+}
+
 func (p *scanner) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event) proxy.Verdict {
 	m := ev.Msg
+	if ev.Dir == proxy.ServerToClient && m.Kind != jsonrpc.KindResponse && serverMessages[m.Method] {
+		return p.serverMessage(m)
+	}
 	kind, ok := scannedMethods[ev.Method]
 	if ev.Dir != proxy.ServerToClient || m.Kind != jsonrpc.KindResponse || !ok {
 		return proxy.Verdict{Action: proxy.Forward}
@@ -71,6 +83,41 @@ func (p *scanner) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event
 		"isError": true,
 	})
 	return proxy.Verdict{Action: proxy.Replace, Message: jsonrpc.NewResponse(m.ID, result)}
+}
+
+// serverMessage scans a request or notification of the server's own. Under
+// --block-results one with findings at that level never reaches the client:
+// a request is answered to the server with an error, a notification dropped.
+func (p *scanner) serverMessage(m *jsonrpc.Message) proxy.Verdict {
+	fs := scan.Params(m.Params)
+	if len(fs) == 0 {
+		return proxy.Verdict{Action: proxy.Forward}
+	}
+	blocked := p.block != 0 && scan.Max(fs) >= p.block
+	outcome, said := "passed", "it was passed on to the client"
+	switch {
+	case blocked && m.Kind == jsonrpc.KindRequest:
+		outcome, said = "refused", "it was answered with an error and not shown (--block-results "+strings.ToLower(p.block.String())+")"
+	case blocked:
+		outcome, said = "dropped", "it was dropped (--block-results "+strings.ToLower(p.block.String())+")"
+	}
+	var b strings.Builder
+	untrusted.Fprintf(&b, "mcpcage: %q sent %s with %s; %s:\n", p.name, m.Method, signs(fs), said)
+	_ = scan.Format(&b, "    ", fs)
+	_, _ = p.stderr.Write([]byte(b.String()))
+	if p.event != nil {
+		p.event("server_message", map[string]any{"server": p.name, "method": m.Method, "findings": len(fs),
+			"high": scan.Count(fs, scan.High), "rules": ruleIDs(fs), "outcome": outcome})
+	}
+	switch outcome {
+	case "refused":
+		text := fmt.Sprintf("mcpcage refused %s: it showed %s (%s). The person running mcpcage can see the details in its log.",
+			m.Method, signs(fs), strings.Join(ruleIDs(fs), ", "))
+		return proxy.Verdict{Action: proxy.Reply, Message: jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeBlocked, text, nil)}
+	case "dropped":
+		return proxy.Verdict{Action: proxy.Drop}
+	}
+	return proxy.Verdict{Action: proxy.Forward}
 }
 
 func signs(fs []scan.Finding) string {
