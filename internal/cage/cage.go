@@ -21,9 +21,10 @@
 //     runs as root, else mcpcage's own uid:gid (so folders mounted :rw stay the
 //     user's);
 //   - memory (no swap), pids and CPU limits, no core dumps;
-//   - HOME=/home/mcp, a private per-server folder of the host mounted read-write
-//     (ScratchHome: an empty tmpfs instead), and the given Mounts at their own paths; no other host path and never
-//     the Docker socket (ResolveMount refuses it); a mount the cage's user
+//   - HOME=/home/mcp, a private per-server folder of the host mounted
+//     read-write (ScratchHome: an empty tmpfs instead), and the given Mounts
+//     at their own paths; no other host path and never the Docker socket
+//     (ResolveMount refuses it); a mount the cage's user
 //     could not read (or, for a writable one, write) is refused before the
 //     container is created (CheckAccess);
 //   - logging driver "none": what the server prints is not kept by Docker;
