@@ -8,6 +8,7 @@
 #   make install  the binary, in $(PREFIX)/bin (default /usr/local/bin)
 #   make npm      the npm package, dist/mcpcage-VERSION.tgz (binaries for 6 platforms)
 #   make release  release archives, the npm package and dist/SHA256SUMS
+#   make cross    every package builds for each release platform (linux, darwin, windows; amd64, arm64)
 #   make images   the cage images, built locally (no registry needed): mcpcage images build
 #   make fuzz     longer fuzzing of every target in fuzz/
 #   make fuzz-weekly  every fuzz target for FUZZWEEKLY inputs (20000x), as the weekly workflow does
@@ -45,7 +46,7 @@ GREMLINS    ?= github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
 RACE_PKGS := $(wildcard internal/proxy internal/audit internal/cage internal/guard)
 MODULE    := github.com/mcpcage/mcpcage
 
-.PHONY: setup demo build install npm release images test unit race fuzz-short fuzz fuzz-weekly bench bench-egress bench-scan compat vet lint staticcheck actionlint mutation
+.PHONY: setup demo build install npm release cross images test unit race fuzz-short fuzz fuzz-weekly bench bench-egress bench-scan compat vet lint staticcheck actionlint mutation
 
 setup:
 	./.ci/setup
@@ -65,6 +66,9 @@ npm:
 release:
 	VERSION=$(VERSION) ./scripts/dist.sh release
 
+cross:
+	./scripts/dist.sh cross
+
 # The demo runs an npm server only: it needs the Node.js image, not Python's.
 demo: build
 	./.ci/setup node
@@ -78,7 +82,7 @@ images: build
 vet:
 	$(GO) vet ./...
 
-test: setup vet lint unit race fuzz-short
+test: setup vet lint cross unit race fuzz-short
 
 unit:
 	$(GO) test -count=1 -timeout 45m $$($(GO) list ./... | grep -vxF $(foreach p,$(RACE_PKGS),-e $(MODULE)/$(p)))

@@ -5,6 +5,9 @@
 #                             dependencies, no install script) carrying a
 #                             static binary per platform and a tiny launcher
 #   scripts/dist.sh version   prints VERSION
+#   scripts/dist.sh cross     builds every package for every platform and
+#                             keeps nothing: what a release builds must
+#                             compile on each (make test runs it)
 #   scripts/dist.sh release   dist/mcpcage-VERSION-OS-ARCH.tar.gz (.zip for
 #                             windows when zip is there), the npm package,
 #                             and dist/SHA256SUMS over all of them
@@ -24,6 +27,15 @@ if [ "$what" = version ]; then echo "$VERSION"; exit 0; fi
 PLATFORMS=${PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64}
 OUT=dist
 say() { echo "dist: $*" >&2; }
+
+if [ "$what" = cross ]; then
+	for p in $PLATFORMS; do
+		t=$SECONDS
+		CGO_ENABLED=0 GOOS=${p%/*} GOARCH=${p#*/} $GO build ./... || { echo "dist: error: $p does not build (above)" >&2; exit 1; }
+		say "$p builds ($((SECONDS - t))s)"
+	done
+	exit 0
+fi
 
 rm -rf "$OUT/stage"
 mkdir -p "$OUT/stage/npm/bin" "$OUT/stage/npm/vendor"

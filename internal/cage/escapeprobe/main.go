@@ -1,7 +1,9 @@
+//go:build linux
+
 // Command escapeprobe is the escape suite's fixture: an MCP stdio server,
 // built static and run in a scratch image through the cage, whose one tool
 // "probe" tries to get out of the cage in a named way and reports whether it
-// managed to.
+// managed to. It runs in the cage only: cagetest builds it for linux.
 //
 // tools/call probe {"check": C, "target": T} answers one text item holding
 // {"check":C,"escaped":bool,"detail":"..."}. "escaped" true means the attempt
