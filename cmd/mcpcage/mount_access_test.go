@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpcage/mcpcage/internal/cage"
 	"github.com/mcpcage/mcpcage/internal/cage/cagetest"
@@ -107,5 +108,32 @@ func TestRunArgPathEscaped(t *testing.T) {
 	}
 	if n := strings.Count(stderr, "\n"); n != 3 {
 		t.Errorf("%d lines, want 3 (warning, error, hint):\n%q", n, stderr)
+	}
+}
+
+// TestRunServerStderrEscaped: a caged server's stderr reaches mcpcage's
+// stderr with every C1 control (as a rune or a raw byte), bidi control,
+// zero-width character and invalid byte escaped.
+func TestRunServerStderrEscaped(t *testing.T) {
+	probeEngine(t)
+	dir := stateDir(t)
+	cs, stderr := caged(t, dir, nil, "--image", cagetest.ProbeImage, "--", "stderr")
+	toolNames(t, cs, stderr)
+	cs.Close()
+	want := []string{"csi <U+009B>2J osc <U+009D>0;owned<U+0007>", "raw <0x9B>2J <0x9D>0;owned", "file <U+202E>txt.exe <U+2066>x<U+2069>", "zw d<U+200B>o <0xFF> end"}
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(stderr.String(), want[len(want)-1]) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	log := stderr.String()
+	for _, w := range want {
+		if !strings.Contains(log, w) {
+			t.Errorf("stderr lacks %q:\n%q", w, log)
+		}
+	}
+	for _, bad := range []string{"\u009b", "\u009d", "\x9b", "\u202e", "\u2066", "\u200b", "\xff"} {
+		if strings.Contains(log, bad) {
+			t.Errorf("ESCAPE: the server's stderr reached the terminal with %q raw:\n%q", bad, log)
+		}
 	}
 }

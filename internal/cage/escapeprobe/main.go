@@ -40,6 +40,9 @@
 // check named CHECK_escaped_N or CHECK_held_N (N its position): what a client that only lists
 // tools (protect --inspect) learns of the cage.
 //
+// Run as "escapeprobe stderr" it first writes terminal controls to its
+// stderr (C1 as runes and raw bytes, bidi controls, an invalid byte).
+//
 // Run as "escapeprobe sleep" it sleeps (fork children); "escapeprobe eat N"
 // touches N MiB; "escapeprobe euid" prints its effective uid; "escapeprobe
 // exit N" exits with status N at once; "escapeprobe hang" never answers.
@@ -81,6 +84,12 @@ func main() {
 			n, _ := strconv.Atoi(os.Args[2])
 			fmt.Fprintf(os.Stderr, "escapeprobe: exiting with status %d\n", n)
 			os.Exit(n)
+		case "stderr":
+			// C1 controls as runes and as raw bytes, bidi controls, a
+			// zero-width space and an invalid byte, then it serves.
+			os.Stderr.WriteString("csi \u009b2J osc \u009d0;owned\u0007\nraw \x9b2J \x9d0;owned\nfile \u202etxt.exe \u2066x\u2069\nzw d\u200bo \xff end\n")
+			serve(nil)
+			return
 		case "report":
 			serve(os.Args[2:])
 			return
