@@ -76,7 +76,10 @@
 // possible match (an unbounded repetition counted as 32 characters), and
 // only where each of its other literal sets also occurs inside the window. A
 // literal set holding a single common character (space, letter, digit,
-// common punctuation) constrains nothing and is not used.
+// common punctuation) is not followed by the automaton; one of punctuation
+// only (":", the quotes) is looked for, byte by byte, in the text or window
+// a pattern would read. Literals may hold characters of other scripts that
+// the pattern matches exactly (a dash, an em dash).
 //
 // A rule reports at most one finding per string. Findings come ordered by
 // the order their paths were first seen, then by severity, highest first.

@@ -2,7 +2,7 @@ package scan
 
 import (
 	"regexp/syntax"
-	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -129,13 +129,12 @@ func truncate(set []string) []string {
 func literalSet(re *syntax.Regexp) []string {
 	switch re.Op {
 	case syntax.OpLiteral:
-		s := string(re.Rune)
 		for _, r := range re.Rune {
-			if r >= utf8.RuneSelf {
-				return nil // the automaton reads ASCII-lowered text
+			if !literalRune(r, re.Flags&syntax.FoldCase != 0) {
+				return nil
 			}
 		}
-		return []string{strings.ToLower(s)}
+		return []string{asciiLower(string(re.Rune))}
 	case syntax.OpCapture:
 		return literalSet(re.Sub[0])
 	case syntax.OpPlus:
@@ -192,6 +191,26 @@ func literalSet(re *syntax.Regexp) []string {
 	return nil
 }
 
+// literalRune reports whether a rune of a literal can stand in a literal
+// set: the automaton reads the text with only its ASCII letters lowered, so
+// a letter of another script is only usable when the pattern matches it
+// exactly (no case folding, or a character without case: a dash, a quote).
+func literalRune(r rune, fold bool) bool {
+	return r < utf8.RuneSelf || !fold || unicode.SimpleFold(r) == r
+}
+
+// asciiLower lowers the ASCII letters of s, as the text the automaton
+// reads is lowered.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
 // maxExact bounds the exact sets built from concatenations.
 const maxExact = 64
 
@@ -232,10 +251,10 @@ func exactSet(re *syntax.Regexp) []string {
 		var out []string
 		for i := 0; i+1 < len(re.Rune); i += 2 {
 			for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
-				if r >= utf8.RuneSelf || len(out) >= 4 {
+				if len(out) >= 4 {
 					return nil
 				}
-				out = append(out, strings.ToLower(string(r)))
+				out = append(out, asciiLower(string(r)))
 			}
 		}
 		return dedupe(out)

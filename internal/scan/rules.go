@@ -52,10 +52,11 @@ type Rule struct {
 	NoMatch     []string // examples that must not
 	patterns    []*regexp.Regexp
 	unless      []*regexp.Regexp
-	snip        []int     // per pattern: index of the submatch "s", or 0
-	gates       [][]int32 // per pattern: its literal sets' gate numbers (none: it always runs)
-	reach       []int     // per pattern: longest match in bytes (maxMatchLen), for windows
-	lineStart   []bool    // per pattern: it has a ^ or \A, so windows start at a line start
+	snip        []int      // per pattern: index of the submatch "s", or 0
+	gates       [][]int32  // per pattern: its literal sets' gate numbers (none: it always runs)
+	near        [][]string // per pattern: literal sets of one common punctuation character each, looked for in the text a pattern would read instead of by the automaton
+	reach       []int      // per pattern: longest match in bytes (maxMatchLen), for windows
+	lineStart   []bool     // per pattern: it has a ^ or \A, so windows start at a line start
 }
 
 type ruleSet struct {
@@ -184,6 +185,9 @@ func compileRules(fsys fs.FS) *ruleSet {
 					for _, ls := range literalSets(p) {
 						ls.strs = minimalSet(ls.strs)
 						if commonGate(ls.strs) {
+							if punctSet(ls.strs) {
+								r.near[pi] = append(r.near[pi], strings.Join(ls.strs, ""))
+							}
 							continue
 						}
 						r.gates[pi] = append(r.gates[pi], int32(set.npat))
@@ -223,6 +227,20 @@ func commonGate(set []string) bool {
 		}
 	}
 	return false
+}
+
+// punctSet reports a literal set of single punctuation characters (":",
+// the three quotes): too common to follow through the automaton, but rare
+// enough in the few dozen characters around a pattern's other literals that
+// looking for one there (a byte search, no regular expression) turns most
+// windows away.
+func punctSet(set []string) bool {
+	for _, x := range set {
+		if len(x) != 1 || wordByte(x[0]) || x[0] == ' ' || x[0] == '\n' {
+			return false
+		}
+	}
+	return len(set) > 0
 }
 
 // hasAnchor reports a pattern that can look at where a line or the text
@@ -333,6 +351,7 @@ func compileRule(category string, sp ruleSpec) (*Rule, error) {
 		r.patterns = append(r.patterns, re)
 		r.snip = append(r.snip, re.SubexpIndex("s"))
 		r.gates = append(r.gates, nil)
+		r.near = append(r.near, nil)
 		r.reach = append(r.reach, maxMatchLen(p))
 		r.lineStart = append(r.lineStart, hasAnchor(re))
 	}

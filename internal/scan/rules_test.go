@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"regexp"
@@ -108,6 +109,9 @@ func TestLiteralGateSound(t *testing.T) {
 				if re.Match(target) && !allMarked(marks, r.gates[pi]) {
 					t.Errorf("%s pattern %d matches %q but not all its literal sets %v were seen", r.ID, pi, s, requiredLiteralSets(re.String()))
 				}
+				if re.Match(target) && !r.nearIn(pi, target) {
+					t.Errorf("%s pattern %d matches %q but lacks a character of its punctuation sets %q", r.ID, pi, s, r.near[pi])
+				}
 			}
 		}
 	}
@@ -127,6 +131,11 @@ func TestRequiredLiterals(t *testing.T) {
 		`(?i)SYSTEM\s+OVERRIDE`:                 "system override",
 		`send\s+\w+\s+to`:                       "send ",
 		`(?:[A-Z]{3,}\s+)+(?:NOTICE|ALERT)\s*:`: "notice:,notice :,alert:,alert :",
+		// Characters of other scripts stand in literal sets when the
+		// pattern matches them exactly: the text is lowered in ASCII only.
+		`for\s+ai\s*[:\x{2013}]\s`: "for ai: ,for ai– ,for ai : ,for ai – ",
+		`(?i)caf\x{E9}`:            "",
+		`(?i)\x{2014}x`:            "—x",
 	} {
 		got := strings.Join(requiredLiterals(expr), ",")
 		if got != want {
@@ -270,4 +279,74 @@ func TestAutomatonTables(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestResultsGatedAsUngated: on long tool results (ordinary prose of the
+// seed servers with rule examples set into it at random places), Result
+// finds exactly what a scan without the literal gate, its windows and its
+// punctuation sets finds: what makes long results cheap loses no finding.
+func TestResultsGatedAsUngated(t *testing.T) {
+	var examples []string
+	for _, r := range Rules() {
+		if r.Check == "" && r.In == "" {
+			examples = append(examples, r.Match...)
+		}
+	}
+	prose := []byte(gjsonText(t, result64KiB(t)))
+	rng := rand.New(rand.NewPCG(5, 6))
+	found := 0
+	for i := 0; i < 12; i++ {
+		at := rng.IntN(len(prose) - 8<<10)
+		for at > 0 && prose[at]&0xC0 == 0x80 {
+			at--
+		}
+		end := at + 8<<10
+		for end < len(prose) && prose[end]&0xC0 == 0x80 {
+			end++
+		}
+		text := string(prose[at:end])
+		for k := 0; k < 3; k++ {
+			from := rng.IntN(len(text))
+			sp := strings.IndexByte(text[from:], ' ')
+			if sp < 0 {
+				continue
+			}
+			cut := from + sp
+			text = text[:cut] + " " + examples[rng.IntN(len(examples))] + text[cut:]
+		}
+		res, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}})
+		gated := Result(res)
+		sc := newScanner()
+		sc.noGate = true
+		sc.skipKeys = resultSkipKeys
+		sc.walkJSON(res, "")
+		ungated := sc.result()
+		if a, b := findingsKey(gated), findingsKey(ungated); a != b {
+			t.Fatalf("result %d: gated\n%s\nungated\n%s", i, a, b)
+		}
+		found += len(gated)
+	}
+	t.Logf("%d findings", found)
+	if found == 0 {
+		t.Fatal("no finding in any result: the test compares nothing")
+	}
+}
+
+func findingsKey(fs []Finding) string {
+	var b strings.Builder
+	for _, f := range fs {
+		fmt.Fprintf(&b, "%s %s %s %q\n", f.Rule, f.Severity, f.Path, f.Snippet)
+	}
+	return b.String()
+}
+
+// gjsonText returns the text of the first content block of a result.
+func gjsonText(t testing.TB, res json.RawMessage) string {
+	var v struct {
+		Content []struct{ Text string }
+	}
+	if err := json.Unmarshal(res, &v); err != nil || len(v.Content) == 0 {
+		t.Fatalf("result: %v", err)
+	}
+	return v.Content[0].Text
 }

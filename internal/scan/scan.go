@@ -799,7 +799,7 @@ const (
 func (r *Rule) findSpan(s []byte, marks []bool, near *hitIndex, counts []int32, set *ruleSet) (int, int, bool) {
 	for pi := range r.patterns {
 		gates := r.gates[pi]
-		if marks != nil && !allMarked(marks, gates) {
+		if marks != nil && (!allMarked(marks, gates) || !r.nearIn(pi, s)) {
 			continue
 		}
 		if near != nil && len(gates) > 0 && r.reach[pi] <= maxReach && set != nil {
@@ -819,6 +819,17 @@ func (r *Rule) findSpan(s []byte, marks []bool, near *hitIndex, counts []int32, 
 		}
 	}
 	return 0, 0, false
+}
+
+// nearIn reports whether t holds a character of each of pattern pi's
+// punctuation sets (Rule.near): a match inside t would.
+func (r *Rule) nearIn(pi int, t []byte) bool {
+	for _, chars := range r.near[pi] {
+		if !bytes.ContainsAny(t, chars) {
+			return false
+		}
+	}
+	return true
 }
 
 func allMarked(marks []bool, gates []int32) bool {
@@ -848,7 +859,7 @@ func (r *Rule) findInWindows(pi int, s []byte, g int32, gates []int32, near *hit
 	for _, end := range near.of(g) {
 		a := windowStart(s, backChars(s, int(end), before), r.lineStart[pi])
 		b := forwardChars(s, int(end), after)
-		if !near.allWithin(gates, g, a, b) {
+		if !near.allWithin(gates, g, a, b) || !r.nearIn(pi, s[a:b]) {
 			continue
 		}
 		if lo >= 0 && a <= hi {
