@@ -80,6 +80,7 @@ func approveRun(opts *ApproveOptions) error {
 	}
 	w := opts.IO.Out
 	fmt.Fprintf(w, "Pending for %q (pending set %s):\n", untrusted.Line(opts.Name), shown)
+	others := cagedTools()
 	for _, c := range changes {
 		mark := map[pin.Op]string{pin.Added: "+", pin.Removed: "-", pin.Changed: "~"}[c.Op]
 		line := fmt.Sprintf("  %s %s %s", mark, itemLabel(c), c.Op)
@@ -87,7 +88,7 @@ func approveRun(opts *ApproveOptions) error {
 			line += " (" + untrusted.Line(strings.Join(c.Fields, ", ")) + ")"
 		}
 		if c.New != nil {
-			if n := scanHigh(c, f); n > 0 {
+			if n := scanHigh(c, f, others); n > 0 {
 				line += fmt.Sprintf(" - %d high-severity", n)
 			}
 		}
@@ -132,9 +133,9 @@ func approveRun(opts *ApproveOptions) error {
 	return nil
 }
 
-func scanHigh(c pin.Change, f *pin.File) int {
+func scanHigh(c pin.Change, f *pin.File, others otherTools) int {
 	n := 0
-	for _, fd := range scanItem(c, f) {
+	for _, fd := range scanItem(c, f, others) {
 		if fd.Severity == scan.High {
 			n++
 		}

@@ -83,11 +83,11 @@ func diffRun(opts *DiffOptions) error {
 		return &ExitError{Code: 2, Err: fmt.Errorf("cannot compare the pins of %q: %v", opts.Name, err)}
 	}
 	if opts.JSON {
-		if err := diffJSON(opts.IO.Out, f, changes); err != nil {
+		if err := diffJSON(opts.IO.Out, f, changes, cagedTools()); err != nil {
 			return &ExitError{Code: 2, Err: err}
 		}
 	} else {
-		diffText(opts.IO.Out, opts.IO.Color(), f, changes)
+		diffText(opts.IO.Out, opts.IO.Color(), f, changes, cagedTools())
 	}
 	if f.Pending != nil {
 		return &ExitError{Code: 1}
@@ -115,7 +115,7 @@ func itemLabel(c pin.Change) string {
 	return fmt.Sprintf("%s %q", c.Kind.Noun(), untrusted.Line(c.Key))
 }
 
-func diffText(w io.Writer, color bool, f *pin.File, changes []pin.Change) {
+func diffText(w io.Writer, color bool, f *pin.File, changes []pin.Change, others otherTools) {
 	p := palette{on: color}
 	if f.Pending == nil {
 		fmt.Fprintf(w, "No changes pending for %q: what it shows matches what was approved.\n", untrusted.Line(f.Server))
@@ -173,7 +173,7 @@ func diffText(w io.Writer, color bool, f *pin.File, changes []pin.Change) {
 			fmt.Fprintln(w, p.bold("- "+itemLabel(c)+" removed since it was approved"))
 		}
 		if c.New != nil {
-			fs := scanItem(c, f)
+			fs := scanItem(c, f, others)
 			if len(fs) > 0 {
 				var buf bytes.Buffer
 				_ = scan.Format(&buf, "    ", fs)
@@ -280,7 +280,7 @@ type diffJSONOut struct {
 	Contexts map[string][]string `json:"contexts,omitempty"`  // tool names approved per client context
 }
 
-func diffJSON(w io.Writer, f *pin.File, changes []pin.Change) error {
+func diffJSON(w io.Writer, f *pin.File, changes []pin.Change, others otherTools) error {
 	out := diffJSONOut{Server: f.Server, Pending: f.Pending != nil, Changes: []diffJSONChange{}}
 	if f.Pending != nil {
 		out.Hash, _ = pin.PendingHash(f)
@@ -302,7 +302,7 @@ func diffJSON(w io.Writer, f *pin.File, changes []pin.Change) error {
 			jc.Fields = nil // instructions: one text, no members
 		}
 		if c.New != nil {
-			for _, fd := range scanItem(c, f) {
+			for _, fd := range scanItem(c, f, others) {
 				jc.Findings = append(jc.Findings, diffJSONFinding{Severity: fd.Severity.String(), Finding: fd})
 			}
 		}

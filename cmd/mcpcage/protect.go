@@ -48,11 +48,8 @@ type ProtectOptions struct {
 	BeforeRename func(path string)
 }
 
-// protectBeforeRename is nil in the shipped program; test programs set it.
-var protectBeforeRename func(path string)
-
-func newProtectCmd(io *IOStreams) *cobra.Command {
-	opts := &ProtectOptions{IO: io}
+func newProtectCmd(io *IOStreams, h Hooks) *cobra.Command {
+	opts := &ProtectOptions{IO: io, BeforeRename: h.BeforeRename}
 	cmd := &cobra.Command{
 		Use:   "protect [--fix [--yes]] [--inspect [NAME...]] [--json] [--client NAME]...",
 		Short: "Show which MCP servers of your clients run without a cage; --fix cages them",
@@ -103,7 +100,6 @@ without a terminal to ask on and without --yes.`,
 				opts.Exe = exe
 			}
 			opts.Now = time.Now
-			opts.BeforeRename = protectBeforeRename
 			if opts.Yes && !opts.Fix {
 				return &ExitError{Code: 2, Err: withHint(errors.New("--yes only goes with --fix"), "run `mcpcage protect --fix --yes`")}
 			}

@@ -41,12 +41,21 @@ func systemStreams() *IOStreams {
 	}
 }
 
-// commands are the constructors of the top-level commands. Each builds a
-// fresh command with its own options, so a root can be built twice in one
-// process (tests do).
-var commands = []func(*IOStreams) *cobra.Command{
-	newRunCmd, newProtectCmd, newUnwrapCmd, newPsCmd, newPinsCmd, newDiffCmd,
-	newApproveCmd, newScanCmd, newAuditCmd, newImagesCmd, newEgressGatewayCmd,
+// Hooks change what the commands do at points only a test program reaches;
+// the shipped program passes none.
+type Hooks struct {
+	// BeforeRename runs just before protect --fix or unwrap renames a
+	// changed file into place (a client rewriting its config then).
+	BeforeRename func(path string)
+}
+
+// newCommands builds the top-level commands, each fresh with its own
+// options, so a root can be built twice in one process (tests do).
+func newCommands(io *IOStreams, h Hooks) []*cobra.Command {
+	return []*cobra.Command{
+		newRunCmd(io), newProtectCmd(io, h), newUnwrapCmd(io, h), newPsCmd(io), newPinsCmd(io), newDiffCmd(io),
+		newApproveCmd(io), newScanCmd(io), newAuditCmd(io), newImagesCmd(io), newEgressGatewayCmd(io),
+	}
 }
 
 // ExitError ends the program with Code after printing Err (when not nil).
@@ -78,7 +87,7 @@ func withHint(err error, format string, args ...any) error {
 	return &HintError{Err: err, Hint: fmt.Sprintf(format, args...)}
 }
 
-func newRootCmd(io *IOStreams) *cobra.Command {
+func newRootCmd(io *IOStreams, h Hooks) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "mcpcage",
 		Short: "Every MCP server in its own cage",
@@ -99,19 +108,17 @@ use, points out signs of hidden instructions, and keeps a chained audit log.`,
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
 	root.SetErr(io.ErrOut)
-	for _, f := range commands {
-		root.AddCommand(f(io))
-	}
+	root.AddCommand(newCommands(io, h)...)
 	return root
 }
 
 // Main runs the command line and returns the exit status.
 func Main() int {
-	return run(systemStreams(), os.Args[1:])
+	return run(systemStreams(), os.Args[1:], Hooks{})
 }
 
-func run(io *IOStreams, args []string) int {
-	root := newRootCmd(io)
+func run(io *IOStreams, args []string, h Hooks) int {
+	root := newRootCmd(io, h)
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {

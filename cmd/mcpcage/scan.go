@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -454,10 +453,11 @@ func scanCaged(ctx context.Context, opts *ScanOptions) (*scanReport, error) {
 var _ proxy.Server = (*cage.Cage)(nil)
 
 // cagedTools returns the approved tools of every server pinned under
-// $MCPCAGE_HOME, read once per process: cross-tool checks then notice a
-// description that gives orders about a tool of another caged server.
-// Unreadable pin files are skipped here; `mcpcage pins` reports them.
-var cagedTools = sync.OnceValue(func() []json.RawMessage {
+// $MCPCAGE_HOME, read anew at each call (a command reads them once and
+// passes them on): cross-tool checks then notice a description that gives
+// orders about a tool of another caged server. Unreadable pin files are
+// skipped here; `mcpcage pins` reports them.
+func cagedTools() []json.RawMessage {
 	dir, err := home.Dir()
 	if err != nil {
 		return nil
@@ -473,4 +473,4 @@ var cagedTools = sync.OnceValue(func() []json.RawMessage {
 		}
 	}
 	return out
-})
+}

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -51,7 +53,8 @@ func (g *GuardFlags) config(io *IOStreams, name string, l launch.Launch, home st
 		Filter:             pin.Filter{Allow: trimAll(g.Tools), Deny: trimAll(g.Deny), ReadOnly: g.ReadOnlyTools},
 		AuditAnchor:        g.AuditAnchor,
 		AuditAnchorCommand: g.AuditAnchorCmd,
-		OtherTools:         cagedTools,
+		// Read once per session, at the first scan that needs them.
+		OtherTools: sync.OnceValue(cagedTools),
 	}
 	allow, err := secrets.ParseAllow(g.AllowSecrets)
 	if err != nil {
@@ -106,8 +109,11 @@ func trimAll(list []string) []string {
 	return out
 }
 
+// otherTools are the approved tools of the other caged servers (cagedTools).
+type otherTools = []json.RawMessage
+
 // scanItem is what the scanner finds in a changed item, as the lock message
-// counted it: diff and approve show the same.
-func scanItem(c pin.Change, f *pin.File) []scan.Finding {
-	return guard.ScanItem(c.Kind, c.New, f.Pending.List(c.Kind), cagedTools())
+// counted it: diff and approve show the same. others are cagedTools().
+func scanItem(c pin.Change, f *pin.File, others otherTools) []scan.Finding {
+	return guard.ScanItem(c.Kind, c.New, f.Pending.List(c.Kind), others)
 }

@@ -20,8 +20,8 @@ type UnwrapOptions struct {
 	ProtectOptions
 }
 
-func newUnwrapCmd(io *IOStreams) *cobra.Command {
-	opts := &UnwrapOptions{ProtectOptions{IO: io}}
+func newUnwrapCmd(io *IOStreams, h Hooks) *cobra.Command {
+	opts := &UnwrapOptions{ProtectOptions{IO: io, BeforeRename: h.BeforeRename}}
 	cmd := &cobra.Command{
 		Use:   "unwrap [--client NAME]... [--yes]",
 		Short: "Restore the original command of every caged server in your clients' configurations",
@@ -51,7 +51,6 @@ was writing it; 2 for a usage error, or no terminal to ask on and no --yes.`,
 				opts.ProjectDir = wd
 			}
 			opts.Now = time.Now
-			opts.BeforeRename = protectBeforeRename
 			return unwrapRun(opts)
 		},
 	}

@@ -9,9 +9,21 @@ import (
 	"github.com/mcpcage/mcpcage/internal/scan"
 )
 
-var scanKinds = map[pin.Kind]string{
-	pin.Tools: "tool", pin.Prompts: "prompt", pin.Resources: "resource",
-	pin.Templates: "resourceTemplate", pin.Instructions: "instructions",
+// scanKind is the scanner's name for a kind of pinned item.
+func scanKind(k pin.Kind) string {
+	switch k {
+	case pin.Tools:
+		return "tool"
+	case pin.Prompts:
+		return "prompt"
+	case pin.Resources:
+		return "resource"
+	case pin.Templates:
+		return "resourceTemplate"
+	case pin.Instructions:
+		return "instructions"
+	}
+	return ""
 }
 
 // ScanItem scans one pinned item (a tool, prompt, ... as raw JSON;
@@ -24,5 +36,5 @@ func ScanItem(k pin.Kind, item []byte, list []jsontext.Value, others []json.RawM
 		siblings = append(siblings, json.RawMessage(it))
 	}
 	siblings = append(siblings, others...)
-	return scan.Item(scanKinds[k], item, siblings)
+	return scan.Item(scanKind(k), item, siblings)
 }

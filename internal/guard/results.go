@@ -27,22 +27,38 @@ type scanner struct {
 	event  func(kind string, fields map[string]any) // the audit log
 }
 
-var scannedMethods = map[string]string{"tools/call": "tool", "prompts/get": "prompt", "resources/read": "resource"}
+// scannedMethod is the kind of item whose result a method returns, for the
+// methods whose results are scanned.
+func scannedMethod(method string) (kind string, ok bool) {
+	switch method {
+	case "tools/call":
+		return "tool", true
+	case "prompts/get":
+		return "prompt", true
+	case "resources/read":
+		return "resource", true
+	}
+	return "", false
+}
 
-// serverMessages are what a server sends on its own that reaches the
-// client's model (a sampling request's systemPrompt and messages) or the
-// person (an elicitation's message and form, log and progress messages).
-var serverMessages = map[string]bool{
-	"sampling/createMessage": true, "elicitation/create": true,
-	"notifications/message": true, "notifications/progress": true,
+// scannedServerMessage says whether a method is one a server sends on its
+// own that reaches the client's model (a sampling request's systemPrompt and
+// messages) or the person (an elicitation's message and form, log and
+// progress messages).
+func scannedServerMessage(method string) bool {
+	switch method {
+	case "sampling/createMessage", "elicitation/create", "notifications/message", "notifications/progress":
+		return true
+	}
+	return false
 }
 
 func (p *scanner) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event) proxy.Verdict {
 	m := ev.Msg
-	if ev.Dir == proxy.ServerToClient && m.Kind != jsonrpc.KindResponse && serverMessages[m.Method] {
+	if ev.Dir == proxy.ServerToClient && m.Kind != jsonrpc.KindResponse && scannedServerMessage(m.Method) {
 		return p.serverMessage(m)
 	}
-	kind, ok := scannedMethods[ev.Method]
+	kind, ok := scannedMethod(ev.Method)
 	if ev.Dir != proxy.ServerToClient || m.Kind != jsonrpc.KindResponse || !ok {
 		return proxy.Verdict{Action: proxy.Forward}
 	}
