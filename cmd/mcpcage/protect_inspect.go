@@ -189,13 +189,13 @@ func inspectRun(s clients.Server, argv []string, rio *IOStreams) (*RunOptions, [
 			for _, v := range vs {
 				notGiven = append(notGiven, "--"+f.Name+" "+v)
 			}
-		default:
-			if f.Value.Type() == "bool" {
-				notGiven = append(notGiven, "--"+f.Name)
-			} else {
-				notGiven = append(notGiven, "--"+f.Name+" "+f.Value.String())
-			}
+		case "allow-net", "allow-private-addresses", "allow-scripts":
+			notGiven = append(notGiven, "--"+f.Name)
+		case "egress-network", "memory", "pids", "cpus", "tmp-size", "max-line", "start-timeout":
+			notGiven = append(notGiven, "--"+f.Name+" "+f.Value.String())
 		}
+		// The rest (--home, --update, the session's policy flags) grants
+		// the server nothing and changes nothing of a listing.
 	})
 	min := newRunCmd(rio)
 	if err := min.Flags().Parse(append(append(keep, "--"), fs.Args()...)); err != nil {
