@@ -318,7 +318,7 @@ func TestResultsGatedAsUngated(t *testing.T) {
 		gated := Result(res)
 		sc := newScanner()
 		sc.noGate = true
-		sc.skipKeys = resultSkipKeys
+		sc.binary = true
 		sc.walkJSON(res, "")
 		ungated := sc.result()
 		if a, b := findingsKey(gated), findingsKey(ungated); a != b {
