@@ -1,0 +1,239 @@
+package scan
+
+import "sort"
+
+// Long texts: a gated pattern runs only on windows of the text around the
+// places where one of its required literals occurs, reaching as many
+// characters to each side as its longest possible match (maxMatchLen; a window's start moves
+// back to a line or word start). Every match contains such a literal, so a
+// window holds every match that runs through it, except one with a word or
+// gap longer than unboundedRun bytes. The cost of the big patterns then
+// follows the places that could match, not the length of the text.
+const (
+	windowMin = 256  // texts up to this length are scanned whole
+	maxReach  = 2048 // patterns that can match more than this always read the whole text
+)
+
+// findSpan returns the span of the snippet of the rule's first match in s
+// that no "unless" pattern vetoes. With marks, a pattern runs only when every
+// one of its literal sets has a string in s (else it cannot match); with
+// near, it runs only on windows around the hits of its rarest set.
+func (r *Rule) findSpan(s []byte, marks []bool, near *hitIndex, counts []int32, set *ruleSet) (int, int, bool) {
+	for pi := range r.patterns {
+		gates := r.gates[pi]
+		if marks != nil && (!allMarked(marks, gates) || !r.nearIn(pi, s)) {
+			continue
+		}
+		if near != nil && len(gates) > 0 && r.reach[pi] <= maxReach && set != nil {
+			g := gates[0]
+			for _, h := range gates[1:] {
+				if counts[h] < counts[g] {
+					g = h
+				}
+			}
+			if a, b, ok := r.findInWindows(pi, s, g, gates, near, set.before[g], set.after[g]); ok {
+				return a, b, true
+			}
+			continue
+		}
+		if a, b, ok := r.matchIn(pi, s, 0); ok {
+			return a, b, true
+		}
+	}
+	return 0, 0, false
+}
+
+func allMarked(marks []bool, gates []int32) bool {
+	for _, g := range gates {
+		if !marks[markPattern(int(g))] {
+			return false
+		}
+	}
+	return true
+}
+
+// findInWindows runs pattern pi on the merged windows around the literal
+// hits of set g, in text order: from before characters ahead of a hit's end
+// to after characters past it. A match holding that hit lies inside its
+// window and holds a literal of every other set of the pattern too, so a
+// window where some set has no hit ending inside it is skipped: in long
+// texts the common words of one set rarely come near the rare ones of
+// another, and the regular expressions then read a fraction of the text.
+func (r *Rule) findInWindows(pi int, s []byte, g int32, gates []int32, near *hitIndex, before, after int) (int, int, bool) {
+	lo, hi := -1, -1
+	flush := func() (int, int, bool) {
+		if lo < 0 {
+			return 0, 0, false
+		}
+		return r.matchIn(pi, s[lo:hi], lo)
+	}
+	for _, end := range near.of(g) {
+		a := windowStart(s, backChars(s, int(end), before), r.lineStart[pi])
+		b := forwardChars(s, int(end), after)
+		if !near.allWithin(gates, g, a, b) || !r.nearIn(pi, s[a:b]) {
+			continue
+		}
+		if lo >= 0 && a <= hi {
+			hi = max(hi, b)
+			continue
+		}
+		if x, y, ok := flush(); ok {
+			return x, y, true
+		}
+		lo, hi = a, b
+	}
+	return flush()
+}
+
+// hitIndex holds the literal hits of one string grouped by literal set, in
+// text order within each set.
+type hitIndex struct {
+	start []int32 // start[g]..start[g+1] index ends of set g
+	ends  []int32
+}
+
+func (x *hitIndex) of(g int32) []int32 { return x.ends[x.start[g]:x.start[g+1]] }
+
+// allWithin reports whether every set of gates but skip has a hit ending in
+// (a, b]: a literal inside s[a:b] ends there.
+func (x *hitIndex) allWithin(gates []int32, skip int32, a, b int) bool {
+	for _, k := range gates {
+		if k == skip {
+			continue
+		}
+		ends := x.of(k)
+		// ends are in text order: the first end past a decides.
+		i := sort.Search(len(ends), func(i int) bool { return int(ends[i]) > a })
+		if i == len(ends) || int(ends[i]) > b {
+			return false
+		}
+	}
+	return true
+}
+
+// bucketHits groups sc.hits by literal set (a counting sort; sc.counts holds
+// the sizes).
+func (sc *scanner) bucketHits(n int) {
+	x := &sc.byGate
+	if cap(x.start) < n+1 {
+		x.start = make([]int32, n+1)
+	}
+	x.start = x.start[:n+1]
+	sum := int32(0)
+	for g := 0; g < n; g++ {
+		x.start[g] = sum
+		sum += sc.counts[g]
+	}
+	x.start[n] = sum
+	if cap(x.ends) < int(sum) {
+		x.ends = make([]int32, sum)
+	}
+	x.ends = x.ends[:sum]
+	fill := append(sc.fill[:0], x.start[:n]...)
+	for _, h := range sc.hits {
+		x.ends[fill[h.gate]] = h.end
+		fill[h.gate]++
+	}
+	sc.fill = fill
+}
+
+// backChars returns the offset n characters before i (at most to 0).
+func backChars(s []byte, i, n int) int {
+	for ; n > 0 && i > 0; n-- {
+		i--
+		for i > 0 && s[i]&0xC0 == 0x80 {
+			i--
+		}
+	}
+	return i
+}
+
+// forwardChars returns the offset n characters after i (at most len(s)).
+func forwardChars(s []byte, i, n int) int {
+	for ; n > 0 && i < len(s); n-- {
+		i++
+		for i < len(s) && s[i]&0xC0 == 0x80 {
+			i++
+		}
+	}
+	return i
+}
+
+// windowStart moves a window's start back to the start of its word, so \b
+// sees what it would in the whole text, and for a pattern with a line or
+// text anchor (lines) first to the start of its line, within a short
+// distance. Only anchored patterns pay for the longer window: for a short
+// pattern, reading back to the line start was most of what it read.
+func windowStart(s []byte, a int, lines bool) int {
+	if a <= 0 {
+		return 0
+	}
+	for k := a; lines && k > 0 && a-k < 256; k-- {
+		if s[k-1] == '\n' {
+			return k
+		}
+	}
+	for k := a; k > 0 && a-k < 64; k-- {
+		if s[k-1] == ' ' {
+			return k
+		}
+	}
+	return a
+}
+
+// regexInput, when set (by tests), is told how many bytes each pattern
+// reads: the measure the literal gate and the windows are tuned by.
+var regexInput func(r *Rule, pi, n int)
+
+// matchIn runs pattern pi on t (which starts at offset off of the text) and
+// returns the snippet span of its first match that no "unless" vetoes.
+func (r *Rule) matchIn(pi int, t []byte, off int) (int, int, bool) {
+	if regexInput != nil {
+		regexInput(r, pi, len(t))
+	}
+	re := r.patterns[pi]
+	// Most windows hold no match: asking only whether one exists lets the
+	// matcher carry no submatch positions, which is most of its work.
+	if !re.Match(t) {
+		return 0, 0, false
+	}
+	m := re.FindSubmatchIndex(t)
+	if m == nil {
+		return 0, 0, false
+	}
+	ms := [][]int{m}
+	if r.vetoed(t[m[0]:m[1]]) {
+		ms = re.FindAllSubmatchIndex(t, 8)
+	}
+	for _, m := range ms {
+		if r.vetoed(t[m[0]:m[1]]) {
+			continue
+		}
+		if g := r.snip[pi]; g > 0 && m[2*g] >= 0 {
+			return off + m[2*g], off + m[2*g+1], true
+		}
+		return off + m[0], off + m[1], true
+	}
+	return 0, 0, false
+}
+
+func (r *Rule) findSpanString(s string) (int, int, bool) {
+	for pi, re := range r.patterns {
+		if m := re.FindStringSubmatchIndex(s); m != nil {
+			if g := r.snip[pi]; g > 0 && m[2*g] >= 0 {
+				return m[2*g], m[2*g+1], true
+			}
+			return m[0], m[1], true
+		}
+	}
+	return 0, 0, false
+}
+
+func (r *Rule) vetoed(match []byte) bool {
+	for _, u := range r.unless {
+		if u.Match(match) {
+			return true
+		}
+	}
+	return false
+}
