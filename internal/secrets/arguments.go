@@ -34,24 +34,96 @@ var Kinds = []string{KindPrivateKey, KindGitHub, KindAWS, KindAnthropic, KindOpe
 // key counts only with a body after its header, so text that explains the
 // PEM format is not one. The token part of a shape must look random
 // (tokenLike): "sk-learn-model-selection-guide" is a slug, not a key.
-var argShapes = []struct {
-	kind string
-	re   *regexp.Regexp
-	tok  int // submatch that must look random, 0 for none
-}{
-	{KindPrivateKey, regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----\s*(?:Proc-Type:|[A-Za-z0-9+/=]{16,})`), 0},
-	{KindGitHub, regexp.MustCompile(`\bgh[pousr]_([A-Za-z0-9]{30,255})\b`), 1},
-	{KindGitHub, regexp.MustCompile(`\bgithub_pat_([A-Za-z0-9_]{30,255})\b`), 1},
-	{KindAWS, regexp.MustCompile(`\b(?:AKIA|ASIA)([0-9A-Z]{16})\b`), 0},
-	{KindAnthropic, regexp.MustCompile(`\bsk-ant-([A-Za-z0-9_\-]{20,})`), 1},
-	{KindOpenAI, regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?([A-Za-z0-9_\-]{20,})`), 1},
-	{KindSlack, regexp.MustCompile(`\b(?:xox[abprs]|xapp)-([A-Za-z0-9\-]{10,})`), 1},
-	{KindStripe, regexp.MustCompile(`\b(?:sk|rk)_(?:live|test)_([A-Za-z0-9]{10,})`), 1},
+//
+// Every match of a shape starts with one of its anchors (after a word
+// boundary when word is set), so a shape's expression runs only where an
+// anchor occurs, held to start there (at): a string of 64 KiB is read by a
+// few byte searches, not by eight regular expressions.
+var argShapes = []argShape{
+	newArgShape(KindPrivateKey, `-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----\s*(?:Proc-Type:|[A-Za-z0-9+/=]{16,})`, 0, false, "-----BEGIN "),
+	newArgShape(KindGitHub, `\bgh[pousr]_([A-Za-z0-9]{30,255})\b`, 1, true, "ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+	newArgShape(KindGitHub, `\bgithub_pat_([A-Za-z0-9_]{30,255})\b`, 1, true, "github_pat_"),
+	newArgShape(KindAWS, `\b(?:AKIA|ASIA)([0-9A-Z]{16})\b`, 0, true, "AKIA", "ASIA"),
+	newArgShape(KindAnthropic, `\bsk-ant-([A-Za-z0-9_\-]{20,})`, 1, true, "sk-ant-"),
+	newArgShape(KindOpenAI, `\bsk-(?:proj-|svcacct-|admin-)?([A-Za-z0-9_\-]{20,})`, 1, true, "sk-"),
+	newArgShape(KindSlack, `\b(?:xox[abprs]|xapp)-([A-Za-z0-9\-]{10,})`, 1, true, "xox", "xapp-"),
+	newArgShape(KindStripe, `\b(?:sk|rk)_(?:live|test)_([A-Za-z0-9]{10,})`, 1, true, "sk_", "rk_"),
+}
+
+type argShape struct {
+	kind    string
+	re      *regexp.Regexp // the shape, anywhere in a string
+	at      *regexp.Regexp // the same, held to start where the text it is given starts
+	tok     int            // submatch that must look random, 0 for none
+	word    bool           // a match starts after a word boundary (its anchors start with a word character)
+	anchors [][]byte
+}
+
+func newArgShape(kind, expr string, tok int, word bool, anchors ...string) argShape {
+	sh := argShape{kind: kind, re: regexp.MustCompile(expr), at: regexp.MustCompile(`\A(?:` + expr + `)`), tok: tok, word: word}
+	for _, a := range anchors {
+		sh.anchors = append(sh.anchors, []byte(a))
+	}
+	return sh
+}
+
+// find reports whether s holds a match of the shape whose token looks
+// random, looking at the same matches as sh.re.FindAllSubmatchIndex(s, 4)
+// does: the leftmost, then the leftmost after its end, four at most. next
+// is scratch space, one entry per anchor.
+func (sh *argShape) find(s []byte, next []int) bool {
+	next = next[:len(sh.anchors)]
+	for k := range next {
+		next[k] = -2 // not looked for yet
+	}
+	pos := 0
+	for found := 0; found < 4; {
+		// The next place an anchor occurs at or after pos; each anchor's
+		// next occurrence is looked for again only once pos passes it.
+		i := -1
+		for k, a := range sh.anchors {
+			if next[k] != -1 && next[k] < pos {
+				next[k] = -1
+				if j := bytes.Index(s[pos:], a); j >= 0 {
+					next[k] = pos + j
+				}
+			}
+			if next[k] >= 0 && (i < 0 || next[k] < i) {
+				i = next[k]
+			}
+		}
+		if i < 0 {
+			return false
+		}
+		if sh.word && i > 0 && wordChar(s[i-1]) {
+			pos = i + 1
+			continue
+		}
+		m := sh.at.FindSubmatchIndex(s[i:])
+		if m == nil {
+			pos = i + 1
+			continue
+		}
+		found++
+		pos = i + m[1]
+		if sh.tok > 0 && !tokenLike(s[i+m[2*sh.tok]:i+m[2*sh.tok+1]]) {
+			continue
+		}
+		if sh.kind == KindOpenAI && bytes.HasPrefix(s[i:], []byte("sk-ant-")) {
+			continue // an Anthropic key, reported as one
+		}
+		return true
+	}
+	return false
+}
+
+func wordChar(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // tokenLike reports a run that mixes at least two of lower case, upper case
 // and digits, as generated tokens do and words joined by dashes do not.
-func tokenLike(s string) bool {
+func tokenLike[T string | []byte](s T) bool {
 	var lower, upper, digit bool
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
@@ -129,11 +201,16 @@ const (
 // exact values of creds, in every string and member name at any depth. It
 // reports each kind at most once per path. Arguments that are not exactly
 // one JSON value are also checked as one string, under the path
-// "arguments".
+// "arguments". The walk reuses its buffers: a path is made into a string
+// only for a finding.
 func Arguments(args []byte, creds []Credential) []ArgFinding {
-	w := argWalk{creds: creds, seen: map[[2]string]bool{}}
-	dec := jsontext.NewDecoder(bytes.NewReader(args), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	err := w.walk(dec, nil, 0)
+	w := argWalk{creds: creds}
+	for _, c := range creds {
+		w.values = append(w.values, []byte(c.Value))
+	}
+	// From a bytes.Buffer the decoder reads args in place, not a copy.
+	dec := jsontext.NewDecoder(bytes.NewBuffer(args), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	err := w.walk(dec, 0)
 	if err == nil {
 		// Anything after the value (a second value, garbage) is read too:
 		// what the server would get is the whole text.
@@ -145,79 +222,101 @@ func Arguments(args []byte, creds []Credential) []ArgFinding {
 		}
 	}
 	if err != nil && len(bytes.TrimSpace(args)) > 0 {
-		w.check(nil, string(args))
+		w.path = w.path[:0]
+		w.check(args)
 	}
 	sort.SliceStable(w.out, func(i, j int) bool { return w.out[i].Path < w.out[j].Path })
 	return w.out
 }
 
 type argWalk struct {
-	creds []Credential
-	seen  map[[2]string]bool
-	out   []ArgFinding
+	creds  []Credential
+	values [][]byte // the creds' values
+	seen   map[[2]string]bool
+	out    []ArgFinding
+	path   []byte // the JSON path of the value being read
+	str    []byte // the string being read, unquoted
+	key    []byte // the member name being read, unquoted
+	next   [5]int // argShape.find's scratch
+	probe  bool   // only note whether check would report anything (hit)
+	hit    bool
 }
 
-func (w *argWalk) walk(dec *jsontext.Decoder, path []byte, depth int) error {
+func (w *argWalk) walk(dec *jsontext.Decoder, depth int) error {
 	if depth > maxArgDepth {
 		// Deeper than any honest argument: read it as text, so nesting
 		// hides nothing.
 		v, err := dec.ReadValue()
 		if err == nil {
-			w.check(path, string(v))
+			w.check(v)
 		}
 		return err
 	}
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return err
-	}
-	switch tok.Kind() {
+	switch dec.PeekKind() {
 	case '"':
-		w.check(path, tok.String())
+		v, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		w.str, _ = jsontext.AppendUnquote(w.str[:0], v) // as Token.String reads it
+		w.check(w.str)
+		return nil
 	case '{':
+		if _, err := dec.ReadToken(); err != nil {
+			return err
+		}
+		n := len(w.path)
 		for dec.PeekKind() != '}' {
-			kt, err := dec.ReadToken()
+			kv, err := dec.ReadValue()
 			if err != nil {
 				return err
 			}
-			key := kt.String()
-			p := appendArgPath(path, key)
-			if w.secretIn(key) {
+			w.key, _ = jsontext.AppendUnquote(w.key[:0], kv)
+			if w.secretIn(w.key) {
 				// The path is shown and logged: a key that holds a
 				// secret is named by its place, not its text.
-				p = appendArgPath(path, "…")
-				w.check(p, key)
+				w.path = appendArgPath(w.path, []byte("…"))
+				w.check(w.key)
+			} else {
+				w.path = appendArgPath(w.path, w.key)
 			}
-			if err := w.walk(dec, p, depth+1); err != nil {
+			err = w.walk(dec, depth+1)
+			w.path = w.path[:n]
+			if err != nil {
 				return err
 			}
 		}
-		_, err = dec.ReadToken()
+		_, err := dec.ReadToken()
 		return err
 	case '[':
+		if _, err := dec.ReadToken(); err != nil {
+			return err
+		}
+		n := len(w.path)
 		for i := 0; dec.PeekKind() != ']'; i++ {
-			p := append(strconv.AppendInt(append(append([]byte(nil), path...), '['), int64(i), 10), ']')
-			if err := w.walk(dec, p, depth+1); err != nil {
+			w.path = append(strconv.AppendInt(append(w.path, '['), int64(i), 10), ']')
+			err := w.walk(dec, depth+1)
+			w.path = w.path[:n]
+			if err != nil {
 				return err
 			}
 		}
-		_, err = dec.ReadToken()
+		_, err := dec.ReadToken()
 		return err
 	}
-	return nil
+	_, err := dec.ReadToken()
+	return err
 }
 
 // appendArgPath adds .key to a path, or ["key"] when key is not a plain
 // identifier (the path is shown and logged, and a key is the model's text).
-func appendArgPath(path []byte, key string) []byte {
-	p := append([]byte(nil), path...)
-	plain := key != ""
+func appendArgPath(p, key []byte) []byte {
+	plain := len(key) > 0
 	for i := 0; i < len(key) && plain; i++ {
-		c := key[i]
-		plain = c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		plain = key[i] == '-' || wordChar(key[i])
 	}
 	if !plain {
-		return append(strconv.AppendQuote(append(p, '['), key), ']')
+		return append(strconv.AppendQuote(append(p, '['), string(key)), ']')
 	}
 	if len(p) > 0 {
 		p = append(p, '.')
@@ -226,54 +325,60 @@ func appendArgPath(path []byte, key string) []byte {
 }
 
 // secretIn reports whether s holds anything check would report.
-func (w *argWalk) secretIn(s string) bool {
+func (w *argWalk) secretIn(s []byte) bool {
 	if len(s) < minCredential {
 		return false
 	}
-	probe := argWalk{creds: w.creds, seen: map[[2]string]bool{}}
-	probe.check([]byte("k"), s)
-	return len(probe.out) > 0
+	w.probe, w.hit = true, false
+	w.check(s)
+	w.probe = false
+	return w.hit
 }
 
-func (w *argWalk) check(path []byte, s string) {
-	if len(w.out) >= maxArgFindings || len(s) < minCredential {
+func (w *argWalk) check(s []byte) {
+	if (!w.probe && len(w.out) >= maxArgFindings) || len(s) < minCredential {
 		return
 	}
-	p := string(path)
-	if p == "" {
-		p = "arguments"
-	}
-	for _, sh := range argShapes {
-		if w.seen[seenKey(ArgFinding{Kind: sh.kind, Path: p})] {
-			continue
-		}
-		for _, m := range sh.re.FindAllStringSubmatchIndex(s, 4) {
-			if sh.tok > 0 && !tokenLike(s[m[2*sh.tok]:m[2*sh.tok+1]]) {
-				continue
+	for i := range argShapes {
+		sh := &argShapes[i]
+		if sh.find(s, w.next[:]) {
+			if w.add(ArgFinding{Kind: sh.kind}) {
+				return
 			}
-			if sh.kind == KindOpenAI && strings.HasPrefix(s[m[0]:], "sk-ant-") {
-				continue // an Anthropic key, reported as one
-			}
-			w.add(ArgFinding{Kind: sh.kind, Path: p})
-			break
 		}
 	}
-	for _, c := range w.creds {
-		if len(c.Value) >= minCredential && strings.Contains(s, c.Value) {
-			w.add(ArgFinding{Kind: KindCagedCredential, Path: p, Env: c.Env, Server: c.Server})
+	for i, c := range w.creds {
+		if len(c.Value) >= minCredential && bytes.Contains(s, w.values[i]) {
+			if w.add(ArgFinding{Kind: KindCagedCredential, Env: c.Env, Server: c.Server}) {
+				return
+			}
 		}
 	}
 }
 
 func seenKey(f ArgFinding) [2]string { return [2]string{f.Kind + "\x00" + f.Env, f.Path} }
 
-func (w *argWalk) add(f ArgFinding) {
+// add records f at the current path, once per kind and path; it reports
+// whether the walk is probing and check can stop.
+func (w *argWalk) add(f ArgFinding) bool {
+	if w.probe {
+		w.hit = true
+		return true
+	}
+	f.Path = string(w.path)
+	if f.Path == "" {
+		f.Path = "arguments"
+	}
 	k := seenKey(f)
 	if w.seen[k] || len(w.out) >= maxArgFindings {
-		return
+		return false
+	}
+	if w.seen == nil {
+		w.seen = map[[2]string]bool{}
 	}
 	w.seen[k] = true
 	w.out = append(w.out, f)
+	return false
 }
 
 // Allow is what --allow-secret lets through: a kind for every tool, or a
