@@ -10,12 +10,12 @@ import (
 )
 
 func TestParseReport(t *testing.T) {
-	ok := "npm noise\nMCPCAGE-REPORT " + `{"name":"x","version":"1.2.3","command":["node","/srv/pkg/node_modules/x/cli.js"],"skipped":[{"name":"evil\u001b[2J","version":"1","scripts":["postinstall"]}]}` + "\n"
+	ok := "npm noise\nMCPCAGE-REPORT " + `{"name":"x","version":"1.2.3","command":["node","/srv/pkg/node_modules/x/cli.js"],"skipped":[{"name":"evil\u001b[2J\u202e\u009b","version":"1","scripts":["postinstall"]}]}` + "\n"
 	r, err := ParseReport([]byte(ok))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Version != "1.2.3" || r.Skipped[0].Name != "evil?[2J" {
+	if r.Version != "1.2.3" || r.Skipped[0].Name != "evil<U+001B>[2J<U+202E><U+009B>" {
 		t.Fatalf("%+v", r)
 	}
 	bad := []string{

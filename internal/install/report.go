@@ -8,7 +8,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
-	"unicode"
+
+	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
 // reportMarker starts the one line of an install container's stdout that
@@ -119,21 +120,15 @@ func parseReport(out []byte, noCommand bool) (*Report, error) {
 	return &r, nil
 }
 
-// clean makes text from a package safe to print on a terminal: no control
-// characters (escape sequences), no invisible format characters, bounded.
+// clean bounds text from a package to max runes and renders it for one
+// line of a terminal with untrusted.Line, the one escaping function.
 func clean(s string, max int) string {
-	var b strings.Builder
 	n := 0
-	for _, r := range s {
-		if n >= max {
-			b.WriteString("…")
-			break
+	for i := range s {
+		if n == max {
+			return untrusted.Line(s[:i]) + "…"
 		}
-		if r == unicode.ReplacementChar || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
-			r = '?'
-		}
-		b.WriteRune(r)
 		n++
 	}
-	return b.String()
+	return untrusted.Line(s)
 }
