@@ -44,16 +44,23 @@ BASE_PKGS=libc6,libc-bin,libstdc++6,zlib1g,libssl3,libicu72,ca-certificates,tini
 PY_PKGS="python3 python3-venv python3-pip"
 
 T0=$SECONDS
-say() { echo "images: $*" >&2; }
+# MCPCAGE_PROGRESS: plain (default) says every phase and ticks; brief says
+# only what is built and when it is done (announce); quiet says errors only.
+PROGRESS=${MCPCAGE_PROGRESS:-plain}
+say() { [ "$PROGRESS" != plain ] || echo "images: $*" >&2; }
+announce() { [ "$PROGRESS" = quiet ] || echo "images: $*" >&2; }
 # took START: the time since START, for the line that ends a phase.
 took() { echo "$((SECONDS - $1))s"; }
 # ticking WHAT: a line every 15 s while a long phase runs, so that no minute
-# passes in silence; stop it with `kill $TICK`.
+# passes in silence; stop it with `stop_ticking`.
 ticking() {
+	TICK=
+	[ "$PROGRESS" = plain ] || return 0
 	local t=$SECONDS
 	(while sleep 15; do say "$1: still running ($((SECONDS - t))s)"; done) &
 	TICK=$!
 }
+stop_ticking() { [ -z "$TICK" ] || kill "$TICK"; }
 die() { echo "images: error: $*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "run as root (debootstrap and chroot need it)"
@@ -85,8 +92,12 @@ fi
 up=()
 [ -z "$want_node" ] || [ -n "$need_node" ] || up+=("$NODE_TAG")
 [ -z "$want_python" ] || [ -n "$need_python" ] || up+=("$PYTHON_TAG")
-[ ${#up[@]} -eq 0 ] || say "${up[*]} up to date"
+[ ${#up[@]} -eq 0 ] || announce "${up[*]} up to date"
 [ -n "$need_node$need_python" ] || exit 0
+todo=()
+[ -z "$need_node" ] || todo+=("$NODE_TAG")
+[ -z "$need_python" ] || todo+=("$PYTHON_TAG")
+announce "building ${todo[*]} (a few minutes the first time)"
 
 mkdir -p "$CACHE"
 WORK=$(mktemp -d /tmp/mcpcage-images.XXXXXX)
@@ -106,8 +117,8 @@ if [ ! -s "$base_tar" ]; then
 	ticking debootstrap
 	debootstrap --variant=minbase --keyring="$keyring" --include="$BASE_PKGS" \
 		--cache-dir="$(cd "$CACHE/debs" && pwd)" "$SUITE" "$WORK/base" "$MIRROR" >"$WORK/debootstrap.log" 2>&1 ||
-		{ kill $TICK; tail -30 "$WORK/debootstrap.log" >&2; die "debootstrap failed (log above)"; }
-	kill $TICK
+		{ stop_ticking; tail -30 "$WORK/debootstrap.log" >&2; die "debootstrap failed (log above)"; }
+	stop_ticking
 	# The cage's user: uid 1000 like the official images' "node" user, so that
 	# files the install container writes are readable by the run container.
 	chroot "$WORK/base" groupadd -g 1000 cage
@@ -195,8 +206,8 @@ if [ -n "$need_python" ]; then
 	ticking apt-get
 	chroot "$WORK/py" env DEBIAN_FRONTEND=noninteractive sh -c \
 		"apt-get update -qq && apt-get install -y -qq --no-install-recommends $PY_PKGS" \
-		>"$WORK/apt.log" 2>&1 || { kill $TICK; tail -30 "$WORK/apt.log" >&2; die "apt-get in the Python rootfs failed"; }
-	kill $TICK
+		>"$WORK/apt.log" 2>&1 || { stop_ticking; tail -30 "$WORK/apt.log" >&2; die "apt-get in the Python rootfs failed"; }
+	stop_ticking
 	say "installed $PY_PKGS ($(took $t))"
 	umount "$WORK/py/proc"
 	: >"$WORK/py/etc/resolv.conf"
@@ -209,4 +220,4 @@ if [ -n "$need_python" ]; then
 		'CMD ["python3"]'
 fi
 
-say "done in $(took $T0)"
+announce "done in $(took $T0)"

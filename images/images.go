@@ -26,11 +26,15 @@ type Options struct {
 	Cache string
 	// Force rebuilds images that are up to date.
 	Force  bool
-	Stderr io.Writer // the script's progress lines
+	Stderr io.Writer // the script's lines: progress as Progress says, errors always
+	// Progress is how much the script says (MCPCAGE_PROGRESS in build.sh):
+	// "plain" a line per phase with its time and a tick every 15 s,
+	// "brief" the first and last lines only, "quiet" errors only.
+	Progress string
 }
 
 // Build runs the embedded recipe. Its progress (a line per phase, with the
-// time it took) goes to o.Stderr as it happens.
+// time it took, or less: o.Progress) goes to o.Stderr as it happens.
 func Build(ctx context.Context, o Options) error {
 	if !o.Node && !o.Python {
 		return fmt.Errorf("images.Build: no image asked for")
@@ -69,6 +73,9 @@ func Build(ctx context.Context, o Options) error {
 	}
 	if o.Force {
 		cmd.Env = append(cmd.Env, "MCPCAGE_IMAGES_FORCE=1")
+	}
+	if o.Progress != "" {
+		cmd.Env = append(cmd.Env, "MCPCAGE_PROGRESS="+o.Progress)
 	}
 	cmd.Stdout, cmd.Stderr = o.Stderr, o.Stderr
 	if err := cmd.Run(); err != nil {

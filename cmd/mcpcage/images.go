@@ -53,6 +53,7 @@ this binary. It needs root, debootstrap and a running Docker engine.`,
 			if len(args) == 0 {
 				o.Node, o.Python = true, true
 			}
+			o.Progress = string(io.Reporter().Mode())
 			return buildImages(cmd.Context(), io.ErrOut, o)
 		},
 	}

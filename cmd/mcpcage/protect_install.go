@@ -77,7 +77,7 @@ func installPlanned(ctx context.Context, opts *ProtectOptions, plans []*planFile
 		untrusted.Fprintf(errOut, "mcpcage: installing %s for %s (%d of %d)...\n", j.cmd.Spec, strings.Join(names, ", "), i+1, len(jobs))
 		start := time.Now()
 		res, ierr := install.Ensure(ctx, cli, install.Request{
-			Kind: j.cmd.Kind, Spec: j.cmd.Spec, Bin: j.cmd.Bin, Stderr: errOut, Labels: cage.Self().Labels(),
+			Kind: j.cmd.Kind, Spec: j.cmd.Spec, Bin: j.cmd.Bin, Stderr: errOut, Progress: opts.IO.Reporter(), Labels: cage.Self().Labels(),
 		})
 		if ierr != nil {
 			if ctx.Err() != nil {

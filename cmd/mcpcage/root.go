@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/mcpcage/mcpcage/internal/progress"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
@@ -25,6 +26,14 @@ type IOStreams struct {
 	InTTY, OutTTY bool
 	// ErrTTY says whether stderr is a terminal (progress and banners).
 	ErrTTY bool
+	// Progress is --progress (else $MCPCAGE_PROGRESS), read before any
+	// command runs; "" is auto.
+	Progress progress.Mode
+}
+
+// Reporter writes the progress of slow steps to stderr, in the mode asked.
+func (s *IOStreams) Reporter() *progress.Reporter {
+	return progress.New(s.ErrOut, s.Progress, s.ErrTTY)
 }
 
 // Color reports whether output may use ANSI colour: on a terminal, unless NO_COLOR is set.
@@ -88,6 +97,7 @@ func withHint(err error, format string, args ...any) error {
 }
 
 func newRootCmd(io *IOStreams, h Hooks) *cobra.Command {
+	var progressFlag string
 	root := &cobra.Command{
 		Use:   "mcpcage",
 		Short: "Every MCP server in its own cage",
@@ -104,7 +114,20 @@ use, points out signs of hidden instructions, and keeps a chained audit log.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			v, from := progressFlag, "--progress"
+			if !cmd.Flags().Changed("progress") {
+				v, from = os.Getenv(progress.Env), progress.Env
+			}
+			m, err := progress.ParseMode(v)
+			if err != nil {
+				return usageErr(fmt.Errorf("%s: %v", from, err))
+			}
+			io.Progress = m
+			return nil
+		},
 	}
+	root.PersistentFlags().StringVar(&progressFlag, "progress", "", "how much to say while installing or building: auto (plain on a terminal, else brief), plain (every phase, a line every 10 s), brief (start and end), quiet (default $"+progress.Env+", else auto)")
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
 	root.SetErr(io.ErrOut)

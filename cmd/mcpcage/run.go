@@ -500,7 +500,7 @@ func upCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Started, e
 		StateDir: p.stateDir, Sockets: p.sockets, Env: p.env, WorkDir: p.workDir,
 		AllowNet: opts.AllowNet, Memory: p.memory, Pids: opts.Pids, CPUs: opts.CPUs, TmpSize: p.tmpSize,
 		Update: opts.Update, AllowScripts: opts.AllowScripts, LegacyOwner: legacyOwner,
-		Egress: p.egress, EgressNetwork: p.egressNet, Log: opts.IO.ErrOut, ScratchHome: opts.ScratchHome,
+		Egress: p.egress, EgressNetwork: p.egressNet, Log: opts.IO.ErrOut, Progress: opts.IO.Reporter(), ScratchHome: opts.ScratchHome,
 	}
 	if p.egress != nil {
 		p.egressRec = &egressRecorder{name: p.name, errOut: opts.IO.ErrOut}

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpcage/mcpcage/images"
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/install"
+	"github.com/mcpcage/mcpcage/internal/progress"
 )
 
 // ImageState is one candidate image of a package kind (install.Candidates).
@@ -102,35 +103,44 @@ func firstUse(cands []string, env string) (pull, build string, refused bool) {
 
 // obtainImage gets the image a package kind needs when none of cands is on
 // this machine, saying what it does: pull the official image where a
-// registry answers, else build the local one (see firstUse).
-func obtainImage(ctx context.Context, cli client.APIClient, errOut io.Writer, kind string, cands []string, pull, build string) error {
+// registry answers, else build the local one (see firstUse). A failure's
+// cause goes to errOut whatever rep's mode; the rest is progress.
+func obtainImage(ctx context.Context, cli client.APIClient, errOut io.Writer, rep *progress.Reporter, kind string, cands []string, pull, build string) error {
 	what := "Node.js"
 	if kind == "uvx" {
 		what = "Python"
 	}
-	fmt.Fprintf(errOut, "mcpcage: no %s cage image on this machine (looked for %s)\n", what, strings.Join(cands, ", "))
+	if rep.Mode() == progress.Plain {
+		fmt.Fprintf(errOut, "mcpcage: no %s cage image on this machine (looked for %s)\n", what, strings.Join(cands, ", "))
+	}
 	if pull != "" {
-		fmt.Fprintf(errOut, "mcpcage: pulling %s (the official image)...\n", pull)
-		t := time.Now()
+		step := rep.Start("pulling "+pull, fmt.Sprintf("pulling %s (the official image) for %s servers", pull, kind))
 		err := pullImage(ctx, cli, pull)
 		if err == nil {
-			fmt.Fprintf(errOut, "mcpcage: pulled %s in %s\n", pull, time.Since(t).Round(time.Second))
+			step.Done("pulled %s", pull)
 			return nil
 		}
-		fmt.Fprintf(errOut, "mcpcage: cannot pull it (%v)\n", err)
+		step.Stop()
+		fmt.Fprintf(errOut, "mcpcage: cannot pull %s (%v)\n", pull, err)
 	}
-	fmt.Fprintf(errOut, "mcpcage: building %s locally from Debian's archive and the npm registry (no container registry needed; a few minutes the first time, progress below)\n", build)
-	o := images.Options{Node: kind != "uvx", Python: kind == "uvx"}
+	line := fmt.Sprintf("no %s cage image on this machine: building %s locally from Debian's archive and the npm registry (no container registry needed; a few minutes the first time)", what, build)
+	o := images.Options{Node: kind != "uvx", Python: kind == "uvx", Progress: string(progress.Quiet)}
+	if rep.Mode() == progress.Plain {
+		// The recipe's own lines say each phase and tick.
+		line = fmt.Sprintf("building %s locally from Debian's archive and the npm registry (no container registry needed; a few minutes the first time, progress below)", build)
+		o.Progress = string(progress.Plain)
+	}
+	step := rep.Start("building "+build, line)
 	// The tag that is missing is the one built; MCPCAGE_IMAGE_* set it.
-	t := time.Now()
 	if err := BuildImages(ctx, errOut, o); err != nil {
+		step.Stop()
 		var ue *UpError
 		if errors.As(err, &ue) {
 			return ue.Err
 		}
 		return err
 	}
-	fmt.Fprintf(errOut, "mcpcage: %s is ready (%s); starting the server\n", build, time.Since(t).Round(time.Second))
+	step.Done("%s is ready; starting the server", build)
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/install"
 	"github.com/mcpcage/mcpcage/internal/launch"
+	"github.com/mcpcage/mcpcage/internal/progress"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
@@ -49,8 +50,11 @@ type Plan struct {
 	EgressNetwork string
 	EgressEvents  func(egress.Event)
 	// Log receives what Up and the cage say on the way (orphans reaped,
-	// first-use image, install progress, hints).
+	// warnings, hints, a failed install's output).
 	Log io.Writer
+	// Progress says what is slow as it happens: the first-use image, the
+	// install phase. nil: nothing.
+	Progress *progress.Reporter
 	// ScratchHome gives the server an empty HOME in memory (Spec.ScratchHome)
 	// in place of its private folder under StateDir (protect --inspect).
 	ScratchHome bool
@@ -163,7 +167,7 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 	default:
 		req := install.Request{
 			Kind: c.Kind, Spec: c.Spec, Bin: c.Bin, Update: p.Update, AllowScripts: p.AllowScripts,
-			Stderr: log, Labels: Self().Labels(),
+			Stderr: log, Progress: p.Progress, Labels: Self().Labels(),
 		}
 		res, err := install.Ensure(ctx, cli, req)
 		var ie *install.ImageError
@@ -175,7 +179,7 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 				return fail(err, "docker pull %s (or docker load it), or name an mcpcage/... tag for mcpcage to build", ie.Tried[0])
 			}
 			// First use: get the image, saying how, then install.
-			if gerr := obtainImage(ctx, cli, log, c.Kind, ie.Tried, pull, build); gerr != nil {
+			if gerr := obtainImage(ctx, cli, log, p.Progress, c.Kind, ie.Tried, pull, build); gerr != nil {
 				return fail(fmt.Errorf("%v; no cage image could be pulled or built", gerr),
 					"run `sudo mcpcage images build %s` where Debian's archive and npm are reachable, or docker pull %s", BuildArg(c.Kind), ie.Tried[0])
 			}

@@ -87,6 +87,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/atomicfile"
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/launch"
+	"github.com/mcpcage/mcpcage/internal/progress"
 )
 
 // MountPoint is where the package cache entry is mounted, at install and at
@@ -100,7 +101,10 @@ type Request struct {
 	Bin          string    // the package's command to run (`npx -p PKG CMD`, `uvx --from PKG CMD`); "" for its own
 	Update       bool      // resolve and install anew even if cached
 	AllowScripts bool      // explicit opt-in to run install scripts (npm; still inside the install container)
-	Stderr       io.Writer // progress and warnings (Skipped install scripts named here); nil discards
+	Stderr       io.Writer // warnings (Skipped install scripts named here) and a failed installer's output; nil discards
+	// Progress says what is installed, that it is still running, and how
+	// long it took; nil says nothing.
+	Progress *progress.Reporter
 
 	// Labels are added to the install container's labels, so that the caller's
 	// owner labels let an interrupted install's container be reaped.
@@ -406,7 +410,9 @@ func installEntry(ctx context.Context, cli client.APIClient, root string, sp lau
 	if sp.Kind == "uvx" {
 		what = "wheels"
 	}
-	fmt.Fprintf(stderr, "mcpcage: installing %s (%s from %s) in a container\n", sp.Requirement(version), what, redactURL(registry))
+	step := req.Progress.Start("installing "+sp.Requirement(version),
+		fmt.Sprintf("installing %s (%s from %s) in a container", sp.Requirement(version), what, redactURL(registry)))
+	defer step.Stop()
 
 	mounts := append([]mount.Mount{{
 		Type:   mount.TypeBind,
@@ -493,7 +499,7 @@ func installEntry(ctx context.Context, cli client.APIClient, root string, sp lau
 	if err := os.Rename(tmp, final); err != nil {
 		return nil, "", fmt.Errorf("cannot move the install into the package cache: %v", err)
 	}
-	fmt.Fprintf(stderr, "mcpcage: installed %s %s\n", sp.Name, m.Version)
+	step.Done("installed %s %s", sp.Name, m.Version)
 	return m, final, nil
 }
 

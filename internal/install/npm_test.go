@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcpcage/mcpcage/internal/launch"
+	"github.com/mcpcage/mcpcage/internal/progress"
 )
 
 const seqThinking = "@modelcontextprotocol/server-sequential-thinking"
@@ -22,7 +23,7 @@ func TestNPMInstallCacheUpdate(t *testing.T) {
 	ctx := context.Background()
 
 	var log bytes.Buffer
-	first, err := Ensure(ctx, cli, Request{Kind: "npx", Spec: seqThinking, Stderr: &log})
+	first, err := Ensure(ctx, cli, Request{Kind: "npx", Spec: seqThinking, Stderr: &log, Progress: progress.New(&log, progress.Brief, false)})
 	if err != nil {
 		t.Fatalf("install: %v\n%s", err, log.String())
 	}
@@ -38,8 +39,8 @@ func TestNPMInstallCacheUpdate(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(first.CacheDir, "node_modules", seqThinking, "package.json")); err != nil {
 		t.Fatalf("package not in the cache: %v", err)
 	}
-	if !strings.Contains(log.String(), "installing "+seqThinking) {
-		t.Errorf("no progress line: %q", log.String())
+	if !strings.Contains(log.String(), "installing "+seqThinking) || !strings.Contains(log.String(), "installed "+seqThinking+" "+first.Version+" (in ") {
+		t.Errorf("no start and end lines: %q", log.String())
 	}
 
 	tools := listTools(t, cli, first)
