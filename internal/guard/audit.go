@@ -371,36 +371,51 @@ func (p *auditPolicy) writeCall(c pendingCall, final *jsonrpc.Message, by string
 	}
 }
 
+// callRecord is the fields of a "call" record. Its members are in the order
+// encoding/json gives a map's keys (sorted), so the record reads as it did
+// when it was built as a map, without a map and its sort on every call.
+type callRecord struct {
+	Args     string `json:"args"`
+	By       string `json:"by"`
+	Code     *int   `json:"code,omitempty"`
+	Def      string `json:"def,omitempty"`
+	DurUS    int64  `json:"dur_us"`
+	Findings *int   `json:"findings,omitempty"`
+	Outcome  string `json:"outcome"`
+	Server   string `json:"server"`
+	Session  string `json:"session"`
+	Tool     string `json:"tool"`
+}
+
 // addCall hands the record of a call to the log and returns at once.
 func (p *auditPolicy) addCall(c pendingCall, final *jsonrpc.Message, by string) *audit.Pending {
 	p.ensureStarted("")
-	f := map[string]any{
-		"session": p.session, "server": p.name, "tool": c.tool, "args": c.args,
-		"by": by, "dur_us": time.Since(c.start).Microseconds(),
-	}
-	if c.def != "" {
-		f["def"] = c.def
+	f := callRecord{
+		Session: p.session, Server: p.name, Tool: c.tool, Args: c.args,
+		By: by, DurUS: time.Since(c.start).Microseconds(), Def: c.def,
 	}
 	switch {
 	case final == nil && by == "mcpcage":
-		f["outcome"] = "dropped"
+		f.Outcome = "dropped"
 	case final == nil:
-		f["outcome"] = "unanswered"
+		f.Outcome = "unanswered"
 	case final.Error != nil:
-		f["outcome"] = "error"
-		f["code"] = final.Error.Code
+		f.Outcome = "error"
+		code := final.Error.Code
+		f.Code = &code
 	default:
 		var r struct {
 			IsError bool `json:"isError"`
 		}
 		_ = json.Unmarshal(final.Result, &r, json.RejectUnknownMembers(false))
-		f["outcome"] = "ok"
+		f.Outcome = "ok"
 		if r.IsError {
-			f["outcome"] = "is_error"
+			f.Outcome = "is_error"
 		}
 	}
 	if c.result != nil {
-		f["findings"] = p.tally.findings(c.id, c.result)
+		n := p.tally.findings(c.id, c.result)
+		f.Findings = &n
 	}
 	p.mu.Lock()
 	p.calls++

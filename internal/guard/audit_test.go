@@ -3,6 +3,7 @@ package guard
 import (
 	"bytes"
 	"context"
+	stdjson "encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -183,5 +184,34 @@ func TestAuditPolicyFailsClosed(t *testing.T) {
 	v := p.Inspect(ctx, sess, req("3"))
 	if v.Action != proxy.Reply || !strings.Contains(string(v.Message), `"code":-32001`) || !strings.Contains(string(v.Message), "audit log cannot be written") {
 		t.Fatalf("after a failed write: %+v %s", v, v.Message)
+	}
+}
+
+// TestCallRecordAsMap: a call record's fields are the same bytes as the map
+// they were built as before (encoding/json sorts a map's keys), with and
+// without the members that are only sometimes there.
+func TestCallRecordAsMap(t *testing.T) {
+	code, zero, three := -32001, 0, 3
+	for _, r := range []callRecord{
+		{Args: "a", By: "server", DurUS: 12, Outcome: "ok", Server: "s<&>", Session: "x", Tool: "t\u2028\xff"},
+		{Args: "a", By: "mcpcage", Code: &code, Def: "d", DurUS: 0, Findings: &zero, Outcome: "error", Server: "s", Session: "x", Tool: "t"},
+		{Args: "a", By: "server", Def: "d", Findings: &three, Outcome: "is_error", Server: "s", Session: "x", Tool: "t"},
+	} {
+		m := map[string]any{"args": r.Args, "by": r.By, "dur_us": r.DurUS, "outcome": r.Outcome,
+			"server": r.Server, "session": r.Session, "tool": r.Tool}
+		if r.Code != nil {
+			m["code"] = *r.Code
+		}
+		if r.Def != "" {
+			m["def"] = r.Def
+		}
+		if r.Findings != nil {
+			m["findings"] = *r.Findings
+		}
+		want, _ := stdjson.Marshal(m)
+		got, _ := stdjson.Marshal(r)
+		if !bytes.Equal(got, want) {
+			t.Errorf("call record\n got %s\nwant %s", got, want)
+		}
 	}
 }
