@@ -112,16 +112,26 @@ func normalize(s string, nt *normText, ident bool) {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c > ' ' && c < 0x7f && !ident {
-			// Printable ASCII other than space, most of any text: the
-			// same as emit, without its whitespace bookkeeping.
-			b = append(b, c)
-			if c >= 'A' && c <= 'Z' {
-				c += 'a' - 'A'
+			// A run of printable ASCII and single spaces, most of any
+			// text: the same as emit byte by byte, without its
+			// whitespace bookkeeping, copied as a whole.
+			j := i + 1
+			for j < len(s) && (s[j] > ' ' && s[j] < 0x7f || s[j] == ' ' && s[j-1] != ' ') {
+				j++
 			}
-			lb = append(lb, c)
-			st = append(st, int32(i))
-			en = append(en, int32(i+1))
-			i++
+			k := len(lb)
+			b = append(b, s[i:j]...)
+			lb = append(lb, s[i:j]...)
+			for x := k; x < len(lb); x++ {
+				if c := lb[x]; c >= 'A' && c <= 'Z' {
+					lb[x] = c + 'a' - 'A'
+				}
+			}
+			for x := i; x < j; x++ {
+				st = append(st, int32(x))
+				en = append(en, int32(x+1))
+			}
+			i = j
 			continue
 		}
 		if c < utf8.RuneSelf {

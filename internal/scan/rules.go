@@ -381,6 +381,7 @@ type acMachine struct {
 	wide   []int32  // the same, when there are too many states for next
 	outAt  []int32  // outputs of state st: outs[outAt[st]:outAt[st+1]]
 	outs   []int32  // marks (see markRule) of the keywords that end at a state
+	gated  []int32  // per state: how many of its outputs are literals of gated patterns
 	nstate int
 }
 
@@ -488,7 +489,61 @@ func newAC(words []string, outputs []int) *acMachine {
 		m.outs = append(m.outs, out[st]...)
 	}
 	m.outAt = append(m.outAt, int32(len(m.outs)))
+	m.gated = make([]int32, len(bfs))
+	for st := range m.gated {
+		for _, r := range m.outs[m.outAt[st]:m.outAt[st+1]] {
+			if r%3 == 2 {
+				m.gated[st]++
+			}
+		}
+	}
 	return m
+}
+
+// visits is candidates for long texts, in two steps: it sets marks as
+// candidates does, but a state's outputs only the first time the text
+// reaches it (seen[st] == epoch after), and instead of every literal hit it
+// records where the text reached a state with outputs (litHit.gate is the
+// state). It returns how many literal hits those visits hold; hitsFor then
+// expands the visits into the hits of the literal sets that matter.
+func (m *acMachine) visits(s []byte, marks []bool, seen []uint32, epoch uint32, vs []litHit) ([]litHit, int) {
+	total := 0
+	st := uint32(0)
+	nc := uint32(m.ncls)
+	next, class := m.next, &m.class
+	for i := 0; i < len(s); i++ {
+		v := next[st*nc+uint32(class[s[i]])]
+		st = uint32(v &^ hasOut)
+		if v&hasOut == 0 {
+			continue
+		}
+		vs = append(vs, litHit{gate: int32(st), end: int32(i + 1)})
+		total += int(m.gated[st])
+		if seen[st] != epoch {
+			seen[st] = epoch
+			for _, r := range m.outs[m.outAt[st]:m.outAt[st+1]] {
+				marks[r] = true
+			}
+		}
+	}
+	return vs, total
+}
+
+// hitsFor appends to hits, in text order, the literal hits of the sets
+// need names among the visits, and counts them per set.
+func (m *acMachine) hitsFor(vs []litHit, need []bool, hits []litHit, counts []int32) []litHit {
+	for _, v := range vs {
+		if m.gated[v.gate] == 0 {
+			continue
+		}
+		for _, r := range m.outs[m.outAt[v.gate]:m.outAt[v.gate+1]] {
+			if r%3 == 2 && need[r/3] {
+				hits = append(hits, litHit{gate: r / 3, end: v.end})
+				counts[r/3]++
+			}
+		}
+	}
+	return hits
 }
 
 func appendUnique(xs []int32, x int32) []int32 {

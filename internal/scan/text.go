@@ -51,8 +51,20 @@ func (sc *scanner) text(s string) {
 		}
 		clear(sc.counts)
 	}
-	set.pre.candidates(nt.lower, marks, hits, sc.counts)
-	windows := hits != nil && len(sc.hits) < maxLitHits
+	var windows bool
+	if hits != nil && set.pre.next != nil {
+		// Most literal hits of a long text belong to patterns that will
+		// not run: the hits are only expanded for the sets of those that
+		// can.
+		total := 0
+		sc.visited, total = set.pre.visits(nt.lower, marks, sc.seenState(set), sc.epoch, sc.visited[:0])
+		if windows = total < maxLitHits; windows {
+			sc.hits = set.pre.hitsFor(sc.visited, sc.neededSets(set), sc.hits, sc.counts)
+		}
+	} else {
+		set.pre.candidates(nt.lower, marks, hits, sc.counts)
+		windows = hits != nil && len(sc.hits) < maxLitHits
+	}
 	if windows {
 		sc.bucketHits(set.npat)
 	}
@@ -198,4 +210,43 @@ func rawNeeds(s string) (special, lookalike bool) {
 		i += n
 	}
 	return special, lookalike
+}
+
+// seenState readies sc.seen for one more text: a new epoch, so that no
+// state counts as reached before.
+func (sc *scanner) seenState(set *ruleSet) []uint32 {
+	if len(sc.reached) < set.pre.nstate {
+		sc.reached = make([]uint32, set.pre.nstate)
+		sc.epoch = 0
+	}
+	sc.epoch++
+	if sc.epoch == 0 {
+		clear(sc.reached)
+		sc.epoch = 1
+	}
+	return sc.reached
+}
+
+// neededSets marks the literal sets of the patterns the text loop below
+// will run (their rule's keywords and every one of their sets were seen).
+func (sc *scanner) neededSets(set *ruleSet) []bool {
+	if len(sc.need) < set.npat {
+		sc.need = make([]bool, set.npat)
+	}
+	need := sc.need
+	clear(need)
+	marks := sc.marks
+	for i, r := range set.text {
+		if !marks[markRule(i)] || (len(r.Also) > 0 && !marks[markAlso(i)]) {
+			continue
+		}
+		for pi := range r.patterns {
+			if allMarked(marks, r.gates[pi]) {
+				for _, g := range r.gates[pi] {
+					need[g] = true
+				}
+			}
+		}
+	}
+	return need
 }

@@ -32,15 +32,25 @@ func (sc *scanner) walk(dec *jsontext.Decoder, depth int) error {
 		sc.beyond(limitDepth)
 		return dec.SkipValue()
 	}
+	if dec.PeekKind() == '"' {
+		// Unquoted into a buffer kept across strings: the one copy left
+		// is the string the scan reads (Token.String grows a fresh buffer
+		// for a string with escapes, then copies it again).
+		v, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		sc.str, _ = jsontext.AppendUnquote(sc.str[:0], v)
+		sc.ident = string(sc.pb) == "name"
+		sc.text(string(sc.str))
+		sc.ident = false
+		return nil
+	}
 	tok, err := dec.ReadToken()
 	if err != nil {
 		return err
 	}
 	switch tok.Kind() {
-	case '"':
-		sc.ident = string(sc.pb) == "name"
-		sc.text(tok.String())
-		sc.ident = false
 	case '{':
 		return sc.walkObject(dec, depth)
 	case '[':
