@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/distribution/reference"
@@ -57,9 +58,9 @@ func ParseCommand(argv []string) (Command, error) {
 	}
 	switch launcherName(argv[0]) {
 	case "npx":
-		return parseNpx(argv[1:])
+		return npxRunner().parse(argv[1:])
 	case "uvx":
-		return parseUvx(argv[1:])
+		return uvxRunner().parse(argv[1:])
 	case "npm", "pnpm", "yarn", "bunx", "pnpx":
 		return Command{}, refuse("write the same server as `npx -y PACKAGE ARGS`", "%q is not supported: only npx and uvx commands can be caged", argv[0])
 	case "uv":
@@ -89,9 +90,60 @@ func launcherName(p string) string {
 	return b
 }
 
-func parseNpx(args []string) (Command, error) {
+// runner is how one package runner's command line reads: its options that
+// change nothing for the cage, the option that names the package whose
+// command runs (npx -p, uvx --from), the options it refuses, and its
+// package grammar.
+type runner struct {
+	kind  string // "npx" or "uvx"
+	plain string // the usage with the package's own command: "`npx -y PACKAGE ARGS`"
+	// from and fromShort are the option naming the package ("--package",
+	// "-p"; fromShort "" for none), shown as fromShown; fromUsage is its
+	// usage and oneFrom the hint for a second one.
+	from, fromShort, fromShown, fromUsage, oneFrom string
+	quiet                                          []string
+	// refused returns the error for an option it refuses, else nil.
+	refused func(a string) error
+	split   func(spec string) (name, version string, err error)
+}
+
+func npxRunner() runner {
+	return runner{
+		kind: "npx", plain: "`npx -y PACKAGE ARGS`",
+		from: "--package", fromShort: "-p", fromShown: "-p", fromUsage: "`npx -p PACKAGE COMMAND ARGS`",
+		oneFrom: "give one -p PACKAGE: mcpcage installs one package per server",
+		quiet:   []string{"-y", "--yes", "--yes=true", "-q", "--quiet", "--silent", "--no-install=false"},
+		refused: func(a string) error {
+			if a == "-c" || a == "--call" {
+				return refuse("write `npx -y PACKAGE ARGS` or `npx -p PACKAGE COMMAND ARGS`", "npx %s runs a shell command, which mcpcage cannot cage", a)
+			}
+			return nil
+		},
+		split: splitNpmSpec,
+	}
+}
+
+func uvxRunner() runner {
+	return runner{
+		kind: "uvx", plain: "`uvx PACKAGE ARGS`",
+		from: "--from", fromShown: "--from", fromUsage: "`uvx --from PACKAGE COMMAND ARGS`",
+		oneFrom: "give one --from PACKAGE",
+		quiet:   []string{"-q", "--quiet", "--no-progress"},
+		refused: func(a string) error {
+			switch a {
+			case "--with", "--python", "-p", "--index-url", "--extra-index-url", "--index":
+				return refuse("write `uvx PACKAGE ARGS` or `uvx --from PACKAGE COMMAND ARGS`; registry settings come from your uv/pip configuration", "uvx %s is not supported by mcpcage run", a)
+			}
+			return nil
+		},
+		split: splitPypiSpec,
+	}
+}
+
+// parse reads the runner's arguments (after "npx" or "uvx").
+func (r runner) parse(args []string) (Command, error) {
 	i := 0
-	from := "" // -p/--package: the package, and args[i] is then its command
+	from := "" // the package named by r.from, and args[i] is then its command
 	for ; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -102,45 +154,46 @@ func parseNpx(args []string) (Command, error) {
 			break
 		}
 		switch {
-		case a == "-y" || a == "--yes" || a == "--yes=true" || a == "-q" || a == "--quiet" || a == "--silent" || a == "--no-install=false":
+		case slices.Contains(r.quiet, a):
 			continue
-		case a == "-p" || a == "--package" || strings.HasPrefix(a, "--package="):
+		case a == r.from || a == r.fromShort || strings.HasPrefix(a, r.from+"="):
 			if from != "" {
-				return Command{}, refuse("give one -p PACKAGE: mcpcage installs one package per server", "npx: more than one --package")
+				return Command{}, refuse(r.oneFrom, "%s: more than one %s", r.kind, r.from)
 			}
-			if v, ok := strings.CutPrefix(a, "--package="); ok {
+			if v, ok := strings.CutPrefix(a, r.from+"="); ok {
 				from = v
 			} else if i+1 < len(args) {
 				i++
 				from = args[i]
 			}
 			if from == "" {
-				return Command{}, refuse("write `npx -p PACKAGE COMMAND ARGS`", "npx %s: no package given", a)
+				return Command{}, refuse("write "+r.fromUsage, "%s %s: no package given", r.kind, a)
 			}
 			continue
-		case a == "-c" || a == "--call":
-			return Command{}, refuse("write `npx -y PACKAGE ARGS` or `npx -p PACKAGE COMMAND ARGS`", "npx %s runs a shell command, which mcpcage cannot cage", a)
 		}
-		return Command{}, refuse("remove the option or write `npx -y PACKAGE ARGS`", "npx option %q is not supported by mcpcage run", a)
+		if err := r.refused(a); err != nil {
+			return Command{}, err
+		}
+		return Command{}, refuse("remove the option or write "+r.plain, "%s option %q is not supported by mcpcage run", r.kind, a)
 	}
 	if i >= len(args) {
 		if from != "" {
-			return Command{}, refuse("write `npx -p PACKAGE COMMAND ARGS`", "npx -p %s: no command given", from)
+			return Command{}, refuse("write "+r.fromUsage, "%s %s %s: no command given", r.kind, r.fromShown, from)
 		}
-		return Command{}, refuse("write `npx -y PACKAGE ARGS`", "npx: no package given")
+		return Command{}, refuse("write "+r.plain, "%s: no package given", r.kind)
 	}
 	spec, bin := args[i], ""
 	if from != "" {
 		spec, bin = from, args[i]
 		if !binName.MatchString(bin) {
-			return Command{}, refuse("write `npx -p PACKAGE COMMAND ARGS`, COMMAND one of the package's commands", "npx -p %s: %q is not a command name", from, bin)
+			return Command{}, refuse("write "+r.fromUsage+", COMMAND one of the package's commands", "%s %s %s: %q is not a command name", r.kind, r.fromShown, from, bin)
 		}
 	}
-	name, version, err := splitNpmSpec(spec)
+	name, version, err := r.split(spec)
 	if err != nil {
 		return Command{}, err
 	}
-	return Command{Kind: "npx", Spec: spec, Package: name, Version: version, Bin: bin, Args: clone(args[i+1:])}, nil
+	return Command{Kind: r.kind, Spec: spec, Package: name, Version: version, Bin: bin, Args: clone(args[i+1:])}, nil
 }
 
 // binName is a command a package installs (a file name in its bin folder).
@@ -164,60 +217,6 @@ func splitNpmSpec(spec string) (name, version string, err error) {
 		version = spec[at+1:]
 	}
 	return name, version, nil
-}
-
-func parseUvx(args []string) (Command, error) {
-	i := 0
-	from := "" // --from: the package, and args[i] is then its command
-	for ; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			i++
-			break
-		}
-		if !strings.HasPrefix(a, "-") {
-			break
-		}
-		switch {
-		case a == "-q" || a == "--quiet" || a == "--no-progress":
-			continue
-		case a == "--from" || strings.HasPrefix(a, "--from="):
-			if from != "" {
-				return Command{}, refuse("give one --from PACKAGE", "uvx: more than one --from")
-			}
-			if v, ok := strings.CutPrefix(a, "--from="); ok {
-				from = v
-			} else if i+1 < len(args) {
-				i++
-				from = args[i]
-			}
-			if from == "" {
-				return Command{}, refuse("write `uvx --from PACKAGE COMMAND ARGS`", "uvx --from: no package given")
-			}
-			continue
-		case a == "--with" || a == "--python" || a == "-p" || a == "--index-url" || a == "--extra-index-url" || a == "--index":
-			return Command{}, refuse("write `uvx PACKAGE ARGS` or `uvx --from PACKAGE COMMAND ARGS`; registry settings come from your uv/pip configuration", "uvx %s is not supported by mcpcage run", a)
-		}
-		return Command{}, refuse("remove the option or write `uvx PACKAGE ARGS`", "uvx option %q is not supported by mcpcage run", a)
-	}
-	if i >= len(args) {
-		if from != "" {
-			return Command{}, refuse("write `uvx --from PACKAGE COMMAND ARGS`", "uvx --from %s: no command given", from)
-		}
-		return Command{}, refuse("write `uvx PACKAGE ARGS`", "uvx: no package given")
-	}
-	spec, bin := args[i], ""
-	if from != "" {
-		spec, bin = from, args[i]
-		if !binName.MatchString(bin) {
-			return Command{}, refuse("write `uvx --from PACKAGE COMMAND ARGS`, COMMAND one of the package's commands", "uvx --from %s: %q is not a command name", from, bin)
-		}
-	}
-	name, version, err := splitPypiSpec(spec)
-	if err != nil {
-		return Command{}, err
-	}
-	return Command{Kind: "uvx", Spec: spec, Package: name, Version: version, Bin: bin, Args: clone(args[i+1:])}, nil
 }
 
 // splitPypiSpec splits "name[extras][==version]" or "name@version".
