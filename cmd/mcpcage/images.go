@@ -64,9 +64,6 @@ this binary. It needs root, debootstrap and a running Docker engine.`,
 
 // buildImages builds the images o asks for (cage.BuildImages).
 func buildImages(ctx context.Context, errOut io.Writer, o images.Options) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	err := cage.BuildImages(ctx, errOut, o)
 	var ue *cage.UpError
 	if errors.As(err, &ue) {
@@ -85,12 +82,9 @@ type imageRow struct {
 }
 
 func imagesList(ctx context.Context, io *IOStreams, asJSON bool) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	cli, err := cage.Connect(ctx)
+	cli, err := connectEngine(ctx)
 	if err != nil {
-		return &ExitError{Code: 1, Err: dockerHint(err)}
+		return err
 	}
 	defer cli.Close()
 	states, err := cage.ListImages(ctx, cli)

@@ -43,12 +43,9 @@ type psEntry struct {
 }
 
 func psRun(ctx context.Context, opts *PsOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	cli, err := cage.Connect(ctx)
+	cli, err := connectEngine(ctx)
 	if err != nil {
-		return &ExitError{Code: 1, Err: dockerHint(err)}
+		return err
 	}
 	defer cli.Close()
 	infos, err := cage.List(ctx, cli)

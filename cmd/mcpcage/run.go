@@ -340,6 +340,16 @@ func dockerHint(err error) error {
 	return withHint(err, "%s", cage.ConnectHint(err))
 }
 
+// connectEngine is cage.Connect for a command that lists or builds: an
+// engine that cannot be reached is exit status 1 with the hint for its cause.
+func connectEngine(ctx context.Context) (cage.Engine, error) {
+	cli, err := cage.Connect(ctx)
+	if err != nil {
+		return nil, &ExitError{Code: 1, Err: dockerHint(err)}
+	}
+	return cli, nil
+}
+
 func usageErr(err error) error {
 	var ue *launch.UsageError
 	if errors.As(err, &ue) && ue.Hint != "" {

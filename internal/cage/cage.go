@@ -289,6 +289,9 @@ func transportCause(err error) string {
 	return s
 }
 
+// Engine is a connection to the container engine, from Connect.
+type Engine = *client.Client
+
 // Connect returns a client for the engine given by the environment
 // (DOCKER_HOST etc.; without it, see findDockerHost), with the API version
 // negotiated, after checking that the engine answers.
