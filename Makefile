@@ -127,7 +127,7 @@ bench:
 # The egress gateway against the real engine: start-up with --allow-host
 # against no network, and a 64 MiB download through it against direct.
 bench-egress:
-	$(GO) test -run '^$$' -bench Egress -benchtime 3x -timeout 30m ./internal/cage
+	$(GO) test -run '^$$' -bench Egress -benchtime 7x -timeout 30m ./internal/cage
 
 bench-scan:
 	@[ -d "$(CORPUS)" ] || { echo "bench-scan: error: no measuring corpus at $(CORPUS) (the shared folder beside the repository); set CORPUS=DIR" >&2; exit 1; }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -245,8 +244,9 @@ func inspectOne(s clients.Server, argv []string) *inspectResultJSON {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), inspectTimeout)
 	defer cancel()
-	var errBuf bytes.Buffer
-	ropts.IO.ErrOut = &errBuf
+	// Written by the install and by the gateway's readers at once.
+	errBuf := &tailBuffer{max: 64 << 10}
+	ropts.IO.ErrOut = errBuf
 	st, err := upCage(ctx, ropts, p)
 	if err != nil {
 		res.Error = errText(err)

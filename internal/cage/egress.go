@@ -184,10 +184,20 @@ func StartGateway(ctx context.Context, cli *client.Client, spec EgressSpec) (*Ga
 	if err != nil {
 		return nil, fmt.Errorf("cannot find mcpcage's own binary: %v", err)
 	}
-	img, err := GatewayImage(ctx, cli, bin)
-	if err != nil {
-		return nil, err
+	if err := staticELF(bin); err != nil {
+		return nil, &launch.UsageError{Msg: err.Error(), Hint: "build mcpcage with CGO_ENABLED=0 (make build), or set " + EnvGatewayBinary + " to such a build"}
 	}
+	// The image (the binary's hash; an import the first time) while the
+	// networks are checked and made: the gateway's creation waits for both.
+	type imageResult struct {
+		id  string
+		err error
+	}
+	imgc := make(chan imageResult, 1)
+	go func() {
+		id, err := GatewayImage(ctx, cli, bin)
+		imgc <- imageResult{id, err}
+	}()
 	upstream := spec.Upstream
 	if upstream == "" {
 		upstream = "bridge"
@@ -226,9 +236,13 @@ func StartGateway(ctx context.Context, cli *client.Client, spec EgressSpec) (*Ga
 		return fail(fmt.Errorf("cannot read the cage network's subnet: %v", err))
 	}
 	subnet := ni.IPAM.Config[0].Subnet
+	img := <-imgc
+	if img.err != nil {
+		return fail(img.err)
+	}
 	pids := int64(64)
 	cfg := &container.Config{
-		Image: img,
+		Image: img.id,
 		Cmd:   append([]string{"--subnet", subnet}, spec.Policy.Args()...),
 		// The gateway verifies the hosts it speaks TLS to itself with
 		// these (Go reads every file of SSL_CERT_DIR).

@@ -106,7 +106,13 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 	if log == nil {
 		log = io.Discard
 	}
+	var gwc chan gatewayStart // the gateway, started beside the install
 	fail := func(err error, hint string, args ...any) (*Started, error) {
+		if gwc != nil {
+			if g := <-gwc; g.err == nil {
+				_ = g.gw.Stop(ctx)
+			}
+		}
 		if hint != "" {
 			hint = fmt.Sprintf(hint, args...)
 		}
@@ -121,7 +127,18 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 	} else if len(removed) > 0 {
 		untrusted.Fprintf(log, "mcpcage: removed %d orphaned cage(s) whose mcpcage process is gone: %s\n", len(removed), strings.Join(removed, ", "))
 	}
+	session := NewSession()
+	if p.Egress != nil {
+		// Its network and container take seconds, and need nothing of the
+		// image, the install or HOME: they are made meanwhile.
+		gwc = make(chan gatewayStart, 1)
+		go func() {
+			gw, err := startEgress(ctx, cli, p, session)
+			gwc <- gatewayStart{gw, err}
+		}()
+	}
 	spec := Spec{
+		Session:  session,
 		Name:     p.Name,
 		Mounts:   p.Mounts,
 		Masks:    MasksFor(p.Mounts, append(append([]string{p.StateDir}, DockerSocketDirs()...), p.Sockets...)...),
@@ -218,15 +235,20 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 		}
 	}
 	var gw *Gateway
-	if p.Egress != nil {
-		spec.Session = NewSession()
-		if gw, err = startEgress(ctx, cli, p, &spec); err != nil {
+	if gwc != nil {
+		g := <-gwc
+		gwc = nil
+		if err := g.err; err != nil {
 			var ue *launch.UsageError
 			if errors.As(err, &ue) && ue.Hint != "" {
 				return fail(errors.New(ue.Msg), "%s", ue.Hint)
 			}
 			return fail(err, "")
 		}
+		gw = g.gw
+		spec.Network = gw.Network()
+		spec.DNS = []string{gw.Addr().String()}
+		spec.Env = append(spec.Env, gw.Env()...)
 	}
 	cg, err := Start(ctx, cli, spec)
 	if err != nil {
@@ -260,19 +282,19 @@ func caBundle(kind string, spec *Spec) error {
 	return nil
 }
 
-// startEgress starts the session's gateway and puts the cage on its network.
-func startEgress(ctx context.Context, cli *client.Client, p Plan, spec *Spec) (*Gateway, error) {
-	gw, err := StartGateway(ctx, cli, EgressSpec{
-		Policy: *p.Egress, Upstream: p.EgressNetwork, Name: p.Name, Session: spec.Session,
+// gatewayStart is a started gateway, or why it did not start.
+type gatewayStart struct {
+	gw  *Gateway
+	err error
+}
+
+// startEgress starts the session's gateway. It changes nothing but the
+// engine's state: it runs beside the rest of Up.
+func startEgress(ctx context.Context, cli *client.Client, p Plan, session string) (*Gateway, error) {
+	return StartGateway(ctx, cli, EgressSpec{
+		Policy: *p.Egress, Upstream: p.EgressNetwork, Name: p.Name, Session: session,
 		Events: p.EgressEvents, Log: p.Log,
 	})
-	if err != nil {
-		return nil, err
-	}
-	spec.Network = gw.Network()
-	spec.DNS = []string{gw.Addr().String()}
-	spec.Env = append(spec.Env, gw.Env()...)
-	return gw, nil
 }
 
 // ParseSize reads a size as `docker run --memory` does: 512m, 1g, 64k.

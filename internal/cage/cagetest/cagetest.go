@@ -36,6 +36,13 @@ func BuildProbeImage(ctx context.Context, cli *client.Client) (string, error) {
 	return buildProbe(ctx, cli, ProbeImage, 0o1777)
 }
 
+// BuildProbeImageAs is BuildProbeImage under another tag: an image no
+// other run's BuildProbeImage replaces (and removes) while it is in use
+// (checkouts side by side build different probes).
+func BuildProbeImageAs(ctx context.Context, cli *client.Client, tag string) (string, error) {
+	return buildProbe(ctx, cli, tag, 0o1777)
+}
+
 // ScratchTmpImage is the tag BuildScratchTmpImage gives its image.
 const ScratchTmpImage = "mcpcage-test/escape-probe-tmp755:latest"
 
