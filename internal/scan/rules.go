@@ -375,14 +375,15 @@ func compileRule(category string, sp ruleSpec) (*Rule, error) {
 // says whether the state it leads to reports anything, so the outputs are
 // only looked at where a keyword ends.
 type acMachine struct {
-	class  [256]uint8 // byte -> column; 0 for bytes in no keyword
-	ncls   int
-	next   []uint16 // state*ncls + class -> state, | hasOut when it has outputs
-	wide   []int32  // the same, when there are too many states for next
-	outAt  []int32  // outputs of state st: outs[outAt[st]:outAt[st+1]]
-	outs   []int32  // marks (see markRule) of the keywords that end at a state
-	gated  []int32  // per state: how many of its outputs are literals of gated patterns
-	nstate int
+	class   [256]uint8 // byte -> column; 0 for bytes in no keyword
+	ncls    int
+	next    []uint16 // state*ncls + class -> state, | hasOut when it has outputs
+	wide    []int32  // the same, when there are too many states for next
+	outAt   []int32  // outputs of state st: outs[outAt[st]:outAt[st+1]]
+	outs    []int32  // marks (see markRule) of the keywords that end at a state
+	gated   []int32  // per state: how many of its outputs are literals of gated patterns
+	maxWord int      // the longest keyword, in bytes
+	nstate  int
 }
 
 // hasOut is the top bit of a table entry. Entries are 16 bits while the
@@ -395,6 +396,7 @@ const (
 func newAC(words []string, outputs []int) *acMachine {
 	m := &acMachine{ncls: 1}
 	for _, w := range words {
+		m.maxWord = max(m.maxWord, len(w))
 		for k := 0; k < len(w); k++ {
 			if m.class[w[k]] == 0 {
 				m.class[w[k]] = uint8(m.ncls)
@@ -506,18 +508,19 @@ func newAC(words []string, outputs []int) *acMachine {
 // records where the text reached a state with outputs (litHit.gate is the
 // state). It returns how many literal hits those visits hold; hitsFor then
 // expands the visits into the hits of the literal sets that matter.
-func (m *acMachine) visits(s []byte, marks []bool, seen []uint32, epoch uint32, vs []litHit) ([]litHit, int) {
+//
+// A text of a few kilobytes is read as two halves at once: each step of the
+// automaton waits for its table entry, and two independent walks wait
+// together. The second walk starts from the initial state a longest keyword
+// before the middle, so from the middle on it is in the state a walk from
+// the start would be in; what it reaches before the middle is the first
+// walk's to record (its marks are true either way: a state's keywords
+// occur in the text read).
+func (m *acMachine) visits(s []byte, marks []bool, seen []uint32, epoch uint32, vs, second []litHit) ([]litHit, []litHit, int) {
 	total := 0
-	st := uint32(0)
 	nc := uint32(m.ncls)
 	next, class := m.next, &m.class
-	for i := 0; i < len(s); i++ {
-		v := next[st*nc+uint32(class[s[i]])]
-		st = uint32(v &^ hasOut)
-		if v&hasOut == 0 {
-			continue
-		}
-		vs = append(vs, litHit{gate: int32(st), end: int32(i + 1)})
+	reach := func(st uint32) {
 		total += int(m.gated[st])
 		if seen[st] != epoch {
 			seen[st] = epoch
@@ -526,7 +529,36 @@ func (m *acMachine) visits(s []byte, marks []bool, seen []uint32, epoch uint32, 
 			}
 		}
 	}
-	return vs, total
+	st, i := uint32(0), 0
+	if len(s) >= 4096 {
+		mid := len(s) / 2
+		j := mid - m.maxWord // the second walk reads s[j:]
+		st2 := uint32(0)
+		for ; i < mid; i, j = i+1, j+1 {
+			v := next[st*nc+uint32(class[s[i]])]
+			v2 := next[st2*nc+uint32(class[s[j]])]
+			st, st2 = uint32(v&^hasOut), uint32(v2&^hasOut)
+			if v&hasOut != 0 {
+				vs = append(vs, litHit{gate: int32(st), end: int32(i + 1)})
+				reach(st)
+			}
+			if v2&hasOut != 0 && j >= mid {
+				second = append(second, litHit{gate: int32(st2), end: int32(j + 1)})
+				reach(st2)
+			}
+		}
+		vs = append(vs, second...)
+		st, i = st2, j
+	}
+	for ; i < len(s); i++ {
+		v := next[st*nc+uint32(class[s[i]])]
+		st = uint32(v &^ hasOut)
+		if v&hasOut != 0 {
+			vs = append(vs, litHit{gate: int32(st), end: int32(i + 1)})
+			reach(st)
+		}
+	}
+	return vs, second[:0], total
 }
 
 // hitsFor appends to hits, in text order, the literal hits of the sets

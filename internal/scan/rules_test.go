@@ -350,3 +350,41 @@ func gjsonText(t testing.TB, res json.RawMessage) string {
 	}
 	return v.Content[0].Text
 }
+
+// TestVisitsAsCandidates: the long-text walk (two halves at once, marks set
+// once per state, hits expanded afterwards) reports the same marks and, for
+// every literal set, the same hits in the same order as candidates, on
+// texts around the length where it starts to split them.
+func TestVisitsAsCandidates(t *testing.T) {
+	set := loadedRules()
+	m := set.pre
+	prose := []byte(gjsonText(t, result64KiB(t)))
+	var nt normText
+	normalize(string(prose), &nt, false)
+	rng := rand.New(rand.NewPCG(9, 10))
+	var reached []uint32 = make([]uint32, m.nstate)
+	all := make([]bool, set.npat)
+	for i := range all {
+		all[i] = true
+	}
+	for k := 0; k < 40; k++ {
+		n := 4000 + rng.IntN(200)
+		if k%4 == 0 {
+			n = rng.IntN(len(nt.lower))
+		}
+		at := rng.IntN(len(nt.lower) - n + 1)
+		s := nt.lower[at : at+n]
+		want, got := make([]bool, set.nmarks), make([]bool, set.nmarks)
+		wc, gc := make([]int32, set.npat), make([]int32, set.npat)
+		var wantHits []litHit
+		m.candidates(s, want, &wantHits, wc)
+		vs, _, total := m.visits(s, got, reached, uint32(k+1), nil, nil)
+		gotHits := m.hitsFor(vs, all, nil, gc)
+		if total != len(wantHits) {
+			t.Fatalf("%d bytes: visits count %d hits, candidates %d", n, total, len(wantHits))
+		}
+		if fmt.Sprint(want) != fmt.Sprint(got) || fmt.Sprint(wantHits) != fmt.Sprint(gotHits) || fmt.Sprint(wc) != fmt.Sprint(gc) {
+			t.Fatalf("%d bytes at %d: visits and candidates differ", n, at)
+		}
+	}
+}

@@ -57,7 +57,7 @@ func (sc *scanner) text(s string) {
 		// not run: the hits are only expanded for the sets of those that
 		// can.
 		total := 0
-		sc.visited, total = set.pre.visits(nt.lower, marks, sc.seenState(set), sc.epoch, sc.visited[:0])
+		sc.visited, sc.second, total = set.pre.visits(nt.lower, marks, sc.seenState(set), sc.epoch, sc.visited[:0], sc.second)
 		if windows = total < maxLitHits; windows {
 			sc.hits = set.pre.hitsFor(sc.visited, sc.neededSets(set), sc.hits, sc.counts)
 		}
