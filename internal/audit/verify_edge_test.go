@@ -1,8 +1,11 @@
 package audit
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,5 +113,81 @@ func TestVerifyWaitsForTheWritersLock(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Verify still waiting after the lock was released")
+	}
+}
+
+// TestVerifyDeletedFileNamesItsFirstRecord: a deleted log file is named,
+// with the first record that went with it, whether it was the first file or
+// a later one.
+func TestVerifyDeletedFileNamesItsFirstRecord(t *testing.T) {
+	for _, gone := range []int{1, 2} {
+		tl := newTestLog(t, func(o *Options) { o.MaxFileSize = 2000 })
+		tl.write(t, 40)
+		first := 1
+		if gone == 2 {
+			first += len(readLines(t, tl.path(1)))
+		}
+		if err := os.Remove(tl.path(gone)); err != nil {
+			t.Fatal(err)
+		}
+		r := tl.verify(t)
+		p := r.Problem
+		if r.OK || p == nil || p.Kind != Deleted || p.File != FileName(gone) || p.Seq != uint64(first) ||
+			!strings.Contains(p.Message, fmt.Sprintf("records from %d on were deleted", first)) {
+			t.Errorf("file %d deleted: %+v, want record %d named", gone, p, first)
+		}
+	}
+}
+
+// TestVerifyLastRecordEdited: a changed last record, with no line after it
+// to look at, is a modified record.
+func TestVerifyLastRecordEdited(t *testing.T) {
+	tl := newTestLog(t, nil)
+	tl.write(t, 10)
+	lines := readLines(t, tl.path(1))
+	lines[9] = bytes.Replace(lines[9], []byte(`"demo"`), []byte(`"demx"`), 1)
+	writeLines(t, tl.path(1), lines)
+	r := tl.verify(t)
+	if p := r.Problem; r.OK || p == nil || p.Kind != Modified || p.Line != 10 || !strings.Contains(p.Message, "record 10 was changed") {
+		t.Fatalf("last record edited: %+v", p)
+	}
+}
+
+// TestVerifyEmptyLineInserted: an empty line is a line that is not a record,
+// not the end of the log.
+func TestVerifyEmptyLineInserted(t *testing.T) {
+	tl := newTestLog(t, nil)
+	tl.write(t, 10)
+	lines := readLines(t, tl.path(1))
+	writeLines(t, tl.path(1), append(append(lines[:3:3], []byte("\n")), lines[3:]...))
+	r := tl.verify(t)
+	if p := r.Problem; r.OK || p == nil || p.Kind != Inserted || p.Line != 4 {
+		t.Fatalf("empty line inserted after record 3: %+v", p)
+	}
+}
+
+// TestVerifyTornTailBound: a crash cuts at most one line, so an unterminated
+// tail of up to MaxLine bytes and its newline is a torn line, and one byte
+// more is damage.
+func TestVerifyTornTailBound(t *testing.T) {
+	for _, n := range []int{MaxLine + 1, MaxLine + 2} {
+		tl := newTestLog(t, nil)
+		tl.write(t, 3)
+		f, err := os.OpenFile(tl.path(1), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(bytes.Repeat([]byte("x"), n)); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		r := tl.verify(t)
+		if n == MaxLine+1 {
+			if !r.OK || r.Torn == nil || r.Torn.Bytes != n || r.Torn.Line != 4 {
+				t.Errorf("a torn tail of %d bytes: %+v, torn %+v", n, r.Problem, r.Torn)
+			}
+		} else if p := r.Problem; r.OK || p == nil || p.Kind != Modified || p.Line != 4 || !strings.Contains(p.Message, "incomplete line") {
+			t.Errorf("an unterminated tail of %d bytes: %+v", n, p)
+		}
 	}
 }

@@ -453,3 +453,22 @@ func ExampleID_Key() {
 	fmt.Println(RawID(`1.0`).Key(), RawID(`"\u0031"`).Key())
 	// Output: 1 "1"
 }
+
+// TestErrorsSayWhere: a missing separator names the container it is
+// missing in, and an exact duplicate name is reported by its JSON pointer,
+// so that the sender can find it.
+func TestErrorsSayWhere(t *testing.T) {
+	for params, want := range map[string]string{
+		`[1 2]`:                 "expected ',' or ']' after an array element",
+		`[[1] 2]`:               "expected ',' or ']' after an array element",
+		`{"a":1 "b":2}`:         "expected ',' or '}' after an object member",
+		`{"a":[1] "b":2}`:       "expected ',' or '}' after an object member",
+		`{"a":1,"a":2}`:         `duplicate member name at "/params/a"`,
+		`[{"x":{"k":1,"k":1}}]`: `duplicate member name at "/params/0/x/k"`,
+	} {
+		_, err := Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"x","params":` + params + `}`))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("params %s: %v, want %q", params, err, want)
+		}
+	}
+}
