@@ -447,7 +447,13 @@ func installEntry(ctx context.Context, cli client.APIClient, root string, sp lau
 			}
 			return nil, "", nf
 		case "unreachable":
-			return nil, "", fmt.Errorf("cannot install %s: %s", sp.Requirement(version), f.Detail)
+			// Not a package that does not exist: the registry never answered.
+			// npm's driver names the cause; the registry is ours to name.
+			detail := f.Detail
+			if sp.Kind == "npx" {
+				detail = "the npm registry " + redactURL(registry) + " " + detail
+			}
+			return nil, "", fmt.Errorf("cannot install %s: %s", sp.Requirement(version), detail)
 		}
 		showTail(stderr, errOut)
 		return nil, "", fmt.Errorf("installing %s failed: %s", sp.Requirement(version), f.Detail)

@@ -83,7 +83,7 @@ try {
 let kind = 'failed', detail = 'npm install exited with status ' + process.argv[1];
 if (/E404|404 Not Found/.test(log)) { kind = 'not-found'; detail = 'the registry has no such package or version'; }
 else if (/ETARGET/.test(log)) { kind = 'not-found'; detail = 'no version matches'; }
-else if (/ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ECONNRESET/.test(log)) { detail = 'cannot reach the npm registry'; }
+else if (/ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ECONNRESET/.test(log)) { kind = 'unreachable'; detail = 'cannot be reached (' + log.match(/ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ECONNRESET/)[0] + ')'; }
 else if (/CERT|certificate/i.test(log)) { detail = 'TLS certificate problem reaching the registry (set NODE_EXTRA_CA_CERTS?)'; }
 process.stdout.write('MCPCAGE-REPORT ' + JSON.stringify({name, version: '', command: [], skipped: [], failure: {kind, package: name, detail}}) + '\n');
 `
