@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mcpcage/mcpcage/rules"
 )
 
 // seedServers are the tool catalogs of the seeds' four sandbox servers,
@@ -216,4 +218,15 @@ func BenchmarkResult64KiB(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "us/result")
 	b.ReportMetric(float64((cpuTime()-c0).Microseconds())/float64(b.N), "cpu-us/result")
+}
+
+// BenchmarkCompileRules is what loading the rules costs, once per process:
+// most of a session's allocations before its first message.
+func BenchmarkCompileRules(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if set := compileRules(rules.Files); set.loadErr != nil {
+			b.Fatal(set.loadErr)
+		}
+	}
 }

@@ -407,25 +407,37 @@ func newAC(words []string, outputs []int) *acMachine {
 	// A newline reads as a space: literal sets then need no newline
 	// variants (normalized text has one separator between words).
 	m.class['\n'] = m.class[' ']
-	var next []int32
-	var out [][]int32
-	newState := func() int32 {
-		for i := 0; i < m.ncls; i++ {
-			next = append(next, -1)
+	// The trie first, sparse: its size is the dense table's, which is then
+	// made once (grown an append at a time, the table was most of what
+	// loading the rules allocated).
+	type edge struct{ st, c int32 }
+	child := map[edge]int32{}
+	nstates := int32(1)
+	for _, w := range words {
+		st := int32(0)
+		for k := 0; k < len(w); k++ {
+			e := edge{st, int32(m.class[w[k]])}
+			n, ok := child[e]
+			if !ok {
+				n = nstates
+				nstates++
+				child[e] = n
+			}
+			st = n
 		}
-		out = append(out, nil)
-		return int32(len(out) - 1)
 	}
-	newState()
+	next := make([]int32, int(nstates)*m.ncls)
+	for i := range next {
+		next[i] = -1
+	}
+	for e, n := range child {
+		next[e.st*int32(m.ncls)+e.c] = n
+	}
+	out := make([][]int32, nstates)
 	for wi, w := range words {
 		st := int32(0)
 		for k := 0; k < len(w); k++ {
-			c := int32(m.class[w[k]])
-			if next[st*int32(m.ncls)+c] < 0 {
-				n := newState()
-				next[st*int32(m.ncls)+c] = n
-			}
-			st = next[st*int32(m.ncls)+c]
+			st = next[st*int32(m.ncls)+int32(m.class[w[k]])]
 		}
 		out[st] = appendUnique(out[st], int32(outputs[wi]))
 	}
