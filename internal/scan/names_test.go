@@ -2,7 +2,9 @@ package scan
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestToolNames(t *testing.T) {
@@ -65,6 +67,17 @@ func TestOneEdit(t *testing.T) {
 	} {
 		if got := oneEdit(c.a, c.b); got != c.want {
 			t.Errorf("oneEdit(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+// TestNameRune: exactly the characters of MCP tool names, [A-Za-z0-9_.-],
+// are name characters (a sibling name with any other is not looked for).
+func TestNameRune(t *testing.T) {
+	for r := rune(0); r < 0x250; r++ {
+		want := r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_.-", r))
+		if got := nameRune(r); got != want {
+			t.Errorf("nameRune(%q) = %v, want %v", r, got, want)
 		}
 	}
 }
