@@ -88,13 +88,8 @@ without a terminal to ask on and without --yes.`,
 				return &ExitError{Code: 2, Err: withHint(fmt.Errorf("unexpected argument %q", args[0]), "server names go with --inspect: mcpcage protect --inspect NAME")}
 			}
 			opts.Names = args
-			l, err := clients.HostLayout()
-			if err != nil {
-				return withHint(errors.New("cannot find your home directory"), "set HOME")
-			}
-			opts.Layout = l
-			if wd, err := os.Getwd(); err == nil {
-				opts.ProjectDir = wd
+			if err := opts.hostPlaces(); err != nil {
+				return err
 			}
 			if exe, err := os.Executable(); err == nil {
 				opts.Exe = exe
@@ -280,13 +275,35 @@ func redactURL(u string) string {
 	return u
 }
 
-func protectRun(opts *ProtectOptions) error {
+// hostPlaces sets where the clients' files are: this user's home and, for
+// project scope, the current directory.
+func (opts *ProtectOptions) hostPlaces() error {
+	l, err := clients.HostLayout()
+	if err != nil {
+		return withHint(errors.New("cannot find your home directory"), "set HOME")
+	}
+	opts.Layout = l
+	if wd, err := os.Getwd(); err == nil {
+		opts.ProjectDir = wd
+	}
+	return nil
+}
+
+// readClients reads the configuration files of the clients --client names
+// (all when none) and opens protect's ledger, which may be nil.
+func (opts *ProtectOptions) readClients() ([]*fileReport, *clients.Ledger, error) {
 	only, err := selectClients(opts.Clients)
+	if err != nil {
+		return nil, nil, err
+	}
+	return readFiles(opts.Layout, opts.ProjectDir, only), openLedger(opts.IO.ErrOut), nil
+}
+
+func protectRun(opts *ProtectOptions) error {
+	reports, ledger, err := opts.readClients()
 	if err != nil {
 		return err
 	}
-	reports := readFiles(opts.Layout, opts.ProjectDir, only)
-	ledger := openLedger(opts.IO.ErrOut)
 	if opts.Fix {
 		return fixRun(opts, reports, ledger)
 	}

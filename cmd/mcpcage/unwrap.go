@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -42,13 +41,8 @@ was writing it; 2 for a usage error, or no terminal to ask on and no --yes.`,
   mcpcage unwrap --client claude-code --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := clients.HostLayout()
-			if err != nil {
-				return withHint(errors.New("cannot find your home directory"), "set HOME")
-			}
-			opts.Layout = l
-			if wd, err := os.Getwd(); err == nil {
-				opts.ProjectDir = wd
+			if err := opts.hostPlaces(); err != nil {
+				return err
 			}
 			opts.Now = time.Now
 			return unwrapRun(opts)
@@ -61,12 +55,10 @@ was writing it; 2 for a usage error, or no terminal to ask on and no --yes.`,
 }
 
 func unwrapRun(opts *UnwrapOptions) error {
-	only, err := selectClients(opts.Clients)
+	reports, ledger, err := opts.readClients()
 	if err != nil {
 		return err
 	}
-	reports := readFiles(opts.Layout, opts.ProjectDir, only)
-	ledger := openLedger(opts.IO.ErrOut)
 	var errs fileErrors
 	// Only what protect --fix wrapped here goes back: an entry it has no
 	// record of, or whose command inside the cage is no longer the one it

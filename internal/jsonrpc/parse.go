@@ -125,94 +125,78 @@ func (s *scanner) parse(line []byte) (*Message, error) {
 		}
 		return nil, invalid("a JSON-RPC message must be a JSON object")
 	}
-	s.i++
-	s.push()
 	m := &Message{Raw: line}
 	var (
 		haveVersion, haveID, haveMethod, haveResult, haveError, nullID bool
 	)
-	if s.peek() == '}' {
-		s.i++
-	} else {
-		for {
-			name, err := s.memberName()
+	err := s.object(topNames, func(name []byte, start int) error {
+		switch string(name) {
+		case "jsonrpc":
+			if _, err := s.value(); err != nil {
+				return err
+			}
+			if string(line[start:s.i]) != `"2.0"` {
+				return invalid(`"jsonrpc" must be "2.0"`)
+			}
+			haveVersion = true
+		case "id":
+			k, err := s.value()
 			if err != nil {
-				return nil, err
+				return err
 			}
-			if n, ok := nearMiss(name, topNames); ok {
-				return nil, invalid("member %q must be spelled %q", shortName(name), n)
-			}
-			start := s.skipSpace()
-			switch string(name) {
-			case "jsonrpc":
-				if _, err := s.value(); err != nil {
-					return nil, err
-				}
-				if string(line[start:s.i]) != `"2.0"` {
-					return nil, invalid(`"jsonrpc" must be "2.0"`)
-				}
-				haveVersion = true
-			case "id":
-				k, err := s.value()
-				if err != nil {
-					return nil, err
-				}
-				switch k {
-				case '"', '0':
-					m.ID = ID{raw: string(line[start:s.i])}
-				case 'n':
-					nullID = true
-				default:
-					return nil, invalid(`"id" must be a string or a number`)
-				}
-				haveID = true
-			case "method":
-				k, err := s.value()
-				if err != nil {
-					return nil, err
-				}
-				if k != '"' {
-					return nil, invalid(`"method" must be a string`)
-				}
-				m.Method = unquote(line[start:s.i])
-				haveMethod = true
-			case "params":
-				if c := s.peek(); c != '{' && c != '[' {
-					if !valueStart(c) {
-						return nil, s.unexpected()
-					}
-					return nil, invalid(`"params" must be an object or an array`)
-				}
-				if _, err := s.value(); err != nil {
-					return nil, err
-				}
-				m.Params = line[start:s.i]
-			case "result":
-				if _, err := s.value(); err != nil {
-					return nil, err
-				}
-				m.Result = line[start:s.i]
-				haveResult = true
-			case "error":
-				e, err := s.errorObject()
-				if err != nil {
-					return nil, err
-				}
-				m.Error = e
-				haveError = true
+			switch k {
+			case '"', '0':
+				m.ID = ID{raw: string(line[start:s.i])}
+			case 'n':
+				nullID = true
 			default:
-				if _, err := s.value(); err != nil {
-					return nil, err
-				}
+				return invalid(`"id" must be a string or a number`)
 			}
-			if done, err := s.next(); err != nil {
-				return nil, err
-			} else if done {
-				break
+			haveID = true
+		case "method":
+			k, err := s.value()
+			if err != nil {
+				return err
+			}
+			if k != '"' {
+				return invalid(`"method" must be a string`)
+			}
+			m.Method = unquote(line[start:s.i])
+			haveMethod = true
+		case "params":
+			if c := s.peek(); c != '{' && c != '[' {
+				if !valueStart(c) {
+					return s.unexpected()
+				}
+				return invalid(`"params" must be an object or an array`)
+			}
+			if _, err := s.value(); err != nil {
+				return err
+			}
+			m.Params = line[start:s.i]
+		case "result":
+			if _, err := s.value(); err != nil {
+				return err
+			}
+			m.Result = line[start:s.i]
+			haveResult = true
+		case "error":
+			e, err := s.errorObject()
+			if err != nil {
+				return err
+			}
+			m.Error = e
+			haveError = true
+		default:
+			if _, err := s.value(); err != nil {
+				return err
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	s.pop()
 	if s.peek() != 0 {
 		return nil, &ParseError{Code: CodeParseError, Reason: "more than one JSON value on the line"}
 	}
@@ -249,6 +233,37 @@ func (s *scanner) parse(line []byte) (*Message, error) {
 	return m, nil
 }
 
+// object reads the members of the object whose '{' is at s.i, handing
+// each name and where its value starts to member, which reads the value. A
+// name that nearly spells one of names is refused.
+func (s *scanner) object(names []string, member func(name []byte, start int) error) error {
+	s.i++
+	s.push()
+	if s.peek() == '}' {
+		s.i++
+	} else {
+		for {
+			name, err := s.memberName()
+			if err != nil {
+				return err
+			}
+			if n, ok := nearMiss(name, names); ok {
+				return invalid("member %q must be spelled %q", shortName(name), n)
+			}
+			if err := member(name, s.skipSpace()); err != nil {
+				return err
+			}
+			if done, err := s.next(); err != nil {
+				return err
+			} else if done {
+				break
+			}
+		}
+	}
+	s.pop()
+	return nil
+}
+
 func (s *scanner) errorObject() (*Error, error) {
 	if c := s.peek(); c != '{' {
 		if !valueStart(c) {
@@ -256,52 +271,36 @@ func (s *scanner) errorObject() (*Error, error) {
 		}
 		return nil, invalid(`"error" must be an object`)
 	}
-	s.i++
-	s.push()
 	e := &Error{}
 	var haveCode, haveMsg bool
-	if s.peek() == '}' {
-		s.i++
-	} else {
-		for {
-			name, err := s.memberName()
-			if err != nil {
-				return nil, err
-			}
-			if n, ok := nearMiss(name, errorNames); ok {
-				return nil, invalid("member %q must be spelled %q", shortName(name), n)
-			}
-			start := s.skipSpace()
-			k, err := s.value()
-			if err != nil {
-				return nil, err
-			}
-			v := s.b[start:s.i]
-			switch string(name) {
-			case "code":
-				c, perr := strconv.ParseInt(string(v), 10, 32)
-				if k != '0' || perr != nil {
-					return nil, invalid(`error "code" must be an integer`)
-				}
-				e.Code = int(c)
-				haveCode = true
-			case "message":
-				if k != '"' {
-					return nil, invalid(`error "message" must be a string`)
-				}
-				e.Message = unquote(v)
-				haveMsg = true
-			case "data":
-				e.Data = v
-			}
-			if done, err := s.next(); err != nil {
-				return nil, err
-			} else if done {
-				break
-			}
+	err := s.object(errorNames, func(name []byte, start int) error {
+		k, err := s.value()
+		if err != nil {
+			return err
 		}
+		v := s.b[start:s.i]
+		switch string(name) {
+		case "code":
+			c, perr := strconv.ParseInt(string(v), 10, 32)
+			if k != '0' || perr != nil {
+				return invalid(`error "code" must be an integer`)
+			}
+			e.Code = int(c)
+			haveCode = true
+		case "message":
+			if k != '"' {
+				return invalid(`error "message" must be a string`)
+			}
+			e.Message = unquote(v)
+			haveMsg = true
+		case "data":
+			e.Data = v
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	s.pop()
 	if !haveCode || !haveMsg {
 		return nil, invalid(`an error object needs "code" and "message"`)
 	}
