@@ -81,3 +81,30 @@ func TestNameRune(t *testing.T) {
 		}
 	}
 }
+
+// TestSiblingNames: the cross-tool check looks for other tools' names of at
+// least three name characters; shorter ones and ones with other characters
+// would match ordinary words.
+func TestSiblingNames(t *testing.T) {
+	sc := newScanner()
+	for _, n := range []string{"ab", "a!b", "a b c", "abc", "get_x", "x.y-z"} {
+		sc.addSibling(n)
+	}
+	for n, want := range map[string]bool{"ab": false, "a!b": false, "a b c": false, "abc": true, "get_x": true, "x.y-z": true} {
+		if _, ok := sc.siblings[n]; ok != want {
+			t.Errorf("sibling %q kept: %v, want %v", n, ok, want)
+		}
+	}
+}
+
+// TestShorten: a snippet of up to 60 runes is kept whole; a longer one is
+// cut to 59 runes and an ellipsis, 60 in all.
+func TestShorten(t *testing.T) {
+	s60 := strings.Repeat("é", 60)
+	if got := shorten(s60); got != s60 {
+		t.Errorf("60 runes: %q", got)
+	}
+	if got, want := shorten(s60+"x"), strings.Repeat("é", 59)+"…"; got != want {
+		t.Errorf("61 runes: %q, want %q", got, want)
+	}
+}
