@@ -72,7 +72,7 @@ func (r *run) runOutbox(o *outbox) {
 
 func (r *run) sendHeld(o *outbox, d delivery) {
 	r.waitHolds(&d)
-	r.send(d.dir, d.out, d.msg, len(o.q) == 0)
+	r.send(d.dir, d.out, d.msg, len(o.q) == 0, true)
 	o.mu.Lock()
 	o.queued--
 	o.mu.Unlock()
@@ -97,7 +97,7 @@ func (r *run) deliver(ev *Event, out []byte, msg *jsonrpc.Message, flush bool) {
 	if o.closed || len(d.holds) == 0 && o.queued == 0 {
 		o.mu.Unlock()
 		r.waitHolds(&d)
-		r.send(d.dir, d.out, d.msg, flush || o.closed)
+		r.send(d.dir, d.out, d.msg, flush || o.closed, false)
 		return
 	}
 	o.queued++
@@ -106,11 +106,16 @@ func (r *run) deliver(ev *Event, out []byte, msg *jsonrpc.Message, flush bool) {
 }
 
 // send writes one outcome to the peer a message of direction dir goes to,
-// tracking it first when it is a request.
-func (r *run) send(dir Direction, out []byte, msg *jsonrpc.Message, flush bool) {
+// tracking it first when it is a request. queued is true for what an outbox
+// held: it reaches the server even once its stdin is being shut.
+func (r *run) send(dir Direction, out []byte, msg *jsonrpc.Message, flush, queued bool) {
 	if dir == ClientToServer {
 		r.track(r.pendingC2S, msg, out)
-		r.writeServer(out, flush)
+		if queued {
+			r.writeQueued(out, flush)
+		} else {
+			r.writeServer(out, flush)
+		}
 		return
 	}
 	r.track(r.pendingS2C, msg, out)

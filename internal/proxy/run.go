@@ -185,6 +185,7 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	case <-clientDone:
 		r.drain(ctx, exited)
 	case <-clientGone:
+		r.hungUp = true
 	case <-ctx.Done():
 	case <-r.serverGone:
 	}
@@ -319,6 +320,8 @@ type run struct {
 	serverWrites  atomic.Int32  // writes to the server in progress
 	serverWritten atomic.Uint64 // writes to the server done
 	stdinShut     atomic.Bool   // stdinClosed, for the pumps' fast path
+	serverQueued  atomic.Int64  // replies queued for the server, not yet written
+	hungUp        bool          // the client left while the server did not read
 
 	mu           sync.Mutex
 	pendingC2S   *pendingSet // client requests the server has not answered
@@ -345,15 +348,35 @@ func (r *run) logf(format string, args ...any) {
 	r.log.WriteLine(fmt.Sprintf("mcpcage: [%s] %s", name, fmt.Sprintf(format, args...)))
 }
 
+// closeServerStdin ends what the proxy writes to the server. What is already
+// queued for it (answers of the proxy's, held deliveries) is written first,
+// for up to DrainTimeout, unless the server stopped reading (hungUp); what
+// comes after is dropped.
 func (r *run) closeServerStdin() {
 	r.mu.Lock()
 	already := r.stdinClosed
 	r.stdinClosed = true
 	r.stdinShut.Store(true)
 	r.mu.Unlock()
-	if !already {
-		_ = r.srv.Stdin().Close()
+	if already {
+		return
 	}
+	if !r.hungUp && r.serverQueue() > 0 {
+		deadline := time.NewTimer(r.cfg.DrainTimeout)
+		tick := time.NewTicker(10 * time.Millisecond)
+	wait:
+		for r.serverQueue() > 0 {
+			select {
+			case <-tick.C:
+			case <-deadline.C:
+				r.logf("the server did not read what mcpcage queued for it before its input was closed")
+				break wait
+			}
+		}
+		tick.Stop()
+		deadline.Stop()
+	}
+	_ = r.srv.Stdin().Close()
 }
 
 // goAsync runs f on a goroutine the session owns and waits for before Run

@@ -17,10 +17,18 @@ import (
 // A pump does not write back to the peer it reads: that write could wait on
 // a peer that is itself waiting for us to read (a full pipe each way). Such
 // answers go through replyLater instead.
+//
+// Once the server's stdin is being shut, writeServer drops msg, but what was
+// queued before (a reply queue, an outbox) goes through writeQueued:
+// closeServerStdin waits for it.
 func (r *run) writeServer(msg []byte, flush bool) {
 	if r.stdinShut.Load() {
 		return
 	}
+	r.writeQueued(msg, flush)
+}
+
+func (r *run) writeQueued(msg []byte, flush bool) {
 	r.serverWriting(true)
 	_ = r.toServer.Write(msg, flush)
 	r.serverWriting(false)
@@ -105,10 +113,25 @@ const replyQueue = 256
 // unless the peer has stopped reading its answers altogether.
 // dir is the direction of the message being answered.
 func (r *run) replyLater(dir Direction, msg []byte) {
+	if dir == ServerToClient {
+		r.serverQueued.Add(1)
+	}
 	select {
 	case r.replies[dir] <- msg:
 	case <-r.replyStop:
+		if dir == ServerToClient {
+			r.serverQueued.Add(-1)
+		}
 	}
+}
+
+// serverQueue is how many messages queued for the server are not written
+// yet.
+func (r *run) serverQueue() int64 {
+	o := r.outboxes[ClientToServer-1]
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return r.serverQueued.Load() + int64(o.queued)
 }
 
 // startReplies starts the writers of the two reply queues. They stop when
@@ -139,7 +162,10 @@ func (r *run) startReplies() {
 	}
 	r.replyDone.Add(2)
 	go writer(r.replies[ClientToServer], r.writeClient)
-	go writer(r.replies[ServerToClient], r.writeServer)
+	go writer(r.replies[ServerToClient], func(msg []byte, flush bool) {
+		r.writeQueued(msg, flush)
+		r.serverQueued.Add(-1)
+	})
 }
 
 // flushUnless flushes what the pump reading rd forwarded (to the other
