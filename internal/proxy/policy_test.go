@@ -201,3 +201,54 @@ func TestObserveBeforeDelivery(t *testing.T) {
 	close(g.release)
 	c.expect(`"id":1`, `"echo":"tools/list"`)
 }
+
+// later answers tools/call after a wait of its own (an Async verdict) and
+// says Forward: the policies after it must still run on the message.
+type later struct{}
+
+func (later) Inspect(ctx context.Context, s *Session, ev *Event) Verdict {
+	if ev.Dir != ClientToServer || ev.Msg.Method != "tools/call" {
+		return Verdict{}
+	}
+	return Verdict{Async: func(ctx context.Context) Verdict { return Verdict{} }}
+}
+
+func TestAsyncForwardRunsTheRest(t *testing.T) {
+	for _, ps := range [][]Policy{
+		{later{}, blockTool{"rm_rf"}},
+		{later{}, later{}, blockTool{"rm_rf"}}, // the second Async runs inline
+	} {
+		obs := &observer{}
+		c, _ := rawSession(t, Config{Policies: append(ps, obs)})
+		c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rm_rf","arguments":{}}}`)
+		c.expect(`{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"mcpcage blocked tools/call: rm_rf"}}`)
+		c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ls","arguments":{}}}`)
+		c.expect(`"id":2`, `"echo":"tools/call"`)
+		if !obs.has("reply tools/call") || !obs.has("forward response to tools/call") {
+			t.Errorf("%d policies: the observer did not see the reply and the forwarded response", len(ps))
+		}
+	}
+}
+
+// badReply answers tools/call with bytes that are not a JSON-RPC message.
+type badReply struct{}
+
+func (badReply) Inspect(ctx context.Context, s *Session, ev *Event) Verdict {
+	if ev.Dir != ClientToServer || ev.Msg.Method != "tools/call" {
+		return Verdict{}
+	}
+	return Verdict{Action: Reply, Message: []byte(`{"not":"a message"}`)}
+}
+
+// TestInvalidPolicyReplyDropped: a policy's reply that is not a valid
+// message never reaches the peer; the message is dropped.
+func TestInvalidPolicyReplyDropped(t *testing.T) {
+	obs := &observer{}
+	c, _ := rawSession(t, Config{Policies: []Policy{badReply{}, obs}})
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ls","arguments":{}}}`)
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	c.expect(`"id":2`)
+	if !obs.has("drop tools/call") {
+		t.Error("the observer did not see the invalid reply turned into a drop")
+	}
+}
