@@ -191,3 +191,18 @@ func TestVerifyTornTailBound(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyChangedSequenceNumber: a record whose number was changed is a
+// changed record, and the message says which number belonged there.
+func TestVerifyChangedSequenceNumber(t *testing.T) {
+	tl := newTestLog(t, nil)
+	tl.write(t, 10)
+	lines := readLines(t, tl.path(1))
+	lines[4] = bytes.Replace(lines[4], []byte(`"seq":5,`), []byte(`"seq":7,`), 1)
+	writeLines(t, tl.path(1), lines)
+	r := tl.verify(t)
+	if p := r.Problem; r.OK || p == nil || p.Kind != Modified || p.Line != 5 ||
+		!strings.Contains(p.Message, "record 7 was changed") || !strings.Contains(p.Message, "(record 5 was expected here)") {
+		t.Fatalf("record 5 renumbered 7: %+v", p)
+	}
+}
