@@ -201,7 +201,8 @@ func TestRunAllowHostReaped(t *testing.T) {
 func TestInspectNamesHostsTried(t *testing.T) {
 	cli := probeEngine(t)
 	_, env := egressSetup(t, cli)
-	if err := buildFixtureImage(context.Background()); err != nil {
+	fixtureImage, err := buildFixtureImage(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
 	dir := stateDir(t)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -30,9 +32,20 @@ func TestMain(m *testing.M) {
 // TestScripts runs testdata/script/*.txtar: the command line as a user sees it.
 // Each script gets its own $MCPCAGE_HOME and $HOME under its work directory.
 func TestScripts(t *testing.T) {
+	// $FIXTURE_IMAGE: the tag of this checkout's fixture server image, which
+	// mkfixtureimage imports when the engine does not have it yet.
+	fixture := sync.OnceValues(func() (string, error) {
+		tag, _, err := fixtureImage(context.Background())
+		return tag, err
+	})
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
+			tag, err := fixture()
+			if err != nil {
+				return err
+			}
+			env.Setenv("FIXTURE_IMAGE", tag)
 			env.Setenv("MCPCAGE_HOME", env.WorkDir+"/.mcpcage")
 			env.Setenv("HOME", env.WorkDir+"/home")
 			env.Setenv("NO_COLOR", "1")
