@@ -236,7 +236,7 @@ or a duration back from now (90m, 24h).`,
 	}
 	cmd.Flags().StringVar(&opts.Server, "server", "", "only records of the server `NAME`")
 	cmd.Flags().StringVar(&since, "since", "", "only records from `TIME` on")
-	cmd.Flags().StringVar(&opts.Kind, "kind", "", "only records of this `kind` (session_start, call_start, call, blocked, pin, drift, approve, egress, session_end, recovery)")
+	cmd.Flags().StringVar(&opts.Kind, "kind", "", "only records of this `kind` (session_start, call, blocked, pin, drift, approve, egress, session_end, recovery)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the record lines (JSON Lines; control and format characters as \\u escapes)")
 	return cmd
 }
@@ -344,11 +344,6 @@ func formatRecord(rec *audit.Record) string {
 		}
 		if s := str("by"); s == "mcpcage" {
 			b.WriteString(" (answered by mcpcage)")
-		}
-	case "call_start":
-		fmt.Fprintf(&b, " %s args=%s", str("tool"), short("args"))
-		if s := short("def"); s != "" {
-			fmt.Fprintf(&b, " def=%s", s)
 		}
 	case "session_start":
 		if l, ok := f["launch"].(map[string]any); ok {

@@ -4,7 +4,6 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
 )
 
 // Records added while a commit runs share the next one: a burst costs far
@@ -96,55 +95,5 @@ func TestTwoLogsRotateUnderEachOther(t *testing.T) {
 	}
 	if r := tl.verify(t); !r.OK || r.Records != 60 {
 		t.Fatalf("two rotating writers: %+v %v", r, r.Problem)
-	}
-}
-
-// A record added with AddSoon makes no fsync of its own when another record
-// follows: it is written with the next Add's commit, before it, in order.
-// Alone, it is on disk within the delay given; and Close writes what is
-// still queued.
-func TestAddSoon(t *testing.T) {
-	tl := newTestLog(t, nil)
-	l, err := Open(tl.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Append("call_start", callFields(0)); err != nil {
-		t.Fatal(err)
-	}
-	syncs := func() int {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return l.syncs
-	}
-	before := syncs()
-	told := make(chan error, 1)
-	soon := l.AddSoon("call", callFields(1), time.Hour, func(err error) { told <- err })
-	next := l.Add("call_start", callFields(2))
-	if seq, err := next.Wait(); err != nil || seq != 3 {
-		t.Fatalf("next record: seq %d, %v", seq, err)
-	}
-	if seq, err := soon.Wait(); err != nil || seq != 2 {
-		t.Fatalf("record added soon: seq %d, %v", seq, err)
-	}
-	if err := <-told; err != nil {
-		t.Fatal(err)
-	}
-	if n := syncs() - before; n != 1 {
-		t.Errorf("a record added soon and the next one took %d fsyncs, want 1", n)
-	}
-	alone := l.AddSoon("call", callFields(3), time.Millisecond, nil)
-	if seq, err := alone.Wait(); err != nil || seq != 4 {
-		t.Fatalf("record added soon, alone: seq %d, %v", seq, err)
-	}
-	last := l.AddSoon("call", callFields(4), time.Hour, nil)
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if seq, err := last.Wait(); err != nil || seq != 5 {
-		t.Fatalf("record added soon before Close: seq %d, %v", seq, err)
-	}
-	if r := tl.verify(t); !r.OK || r.Records != 5 {
-		t.Fatalf("log: %+v %v", r, r.Problem)
 	}
 }

@@ -108,9 +108,6 @@ type Log struct {
 	// commit takes them all, with one write and one fsync.
 	qmu        sync.Mutex
 	queue      []*Pending
-	urgent     int         // records in queue added with Add, not AddSoon
-	soon       *time.Timer // armed while queue holds only AddSoon records
-	soonAfter  time.Duration
 	committing bool
 	idle       *sync.Cond // on qmu: signalled when a commit loop ends
 }
@@ -122,7 +119,6 @@ type Pending struct {
 	done   chan struct{}
 	seq    uint64
 	err    error
-	then   func(error) // AddSoon's: told the outcome of the commit
 }
 
 // Wait blocks until the record is on disk (written and fsynced) and
@@ -239,48 +235,6 @@ func (l *Log) Append(kind string, fields any) (uint64, error) {
 // commit and share its single write and fsync (group commit), so a burst
 // costs about one fsync, not one each.
 func (l *Log) Add(kind string, fields any) *Pending {
-	p := newPending(kind, fields)
-	if p.err != nil {
-		return p
-	}
-	l.qmu.Lock()
-	l.queue = append(l.queue, p)
-	l.urgent++
-	start := !l.committing
-	l.committing = true
-	l.qmu.Unlock()
-	if start {
-		go l.commitLoop(false)
-	}
-	return p
-}
-
-// AddSoon hands one record to the log that need not be on disk at once: it
-// is written with the next commit another record starts, or within d when
-// none does, and then (when not nil) is told the commit's error, nil once
-// the record is on disk. A record that follows one on disk (a call's
-// outcome after its call_start) so shares the next record's fsync instead
-// of making one of its own that the next record would queue behind.
-func (l *Log) AddSoon(kind string, fields any, d time.Duration, then func(error)) *Pending {
-	p := newPending(kind, fields)
-	if p.err != nil {
-		if then != nil {
-			then(p.err)
-		}
-		return p
-	}
-	p.then = then
-	l.qmu.Lock()
-	l.soonAfter = d
-	l.queue = append(l.queue, p)
-	if !l.committing && l.soon == nil {
-		l.soon = time.AfterFunc(d, l.kick)
-	}
-	l.qmu.Unlock()
-	return p
-}
-
-func newPending(kind string, fields any) *Pending {
 	p := &Pending{kind: kind, done: make(chan struct{})}
 	switch f := fields.(type) {
 	case json.RawMessage:
@@ -294,65 +248,42 @@ func newPending(kind string, fields any) *Pending {
 		if p.fields, err = json.Marshal(f); err != nil {
 			p.err = fmt.Errorf("audit: %w", err)
 			close(p.done)
+			return p
 		}
+	}
+	l.qmu.Lock()
+	l.queue = append(l.queue, p)
+	start := !l.committing
+	l.committing = true
+	l.qmu.Unlock()
+	if start {
+		go l.commitLoop()
 	}
 	return p
 }
 
-// kick commits what AddSoon left queued, when no commit is running.
-func (l *Log) kick() {
-	l.qmu.Lock()
-	l.soon = nil
-	start := !l.committing && len(l.queue) > 0
-	if start {
-		l.committing = true
-	}
-	l.qmu.Unlock()
-	if start {
-		go l.commitLoop(true)
-	}
-}
-
-// commitLoop commits what is queued, again and again, while the queue holds
-// a record added with Add (any record, when all is set), and arms the timer
-// for the AddSoon records it leaves.
-func (l *Log) commitLoop(all bool) {
+// commitLoop commits what is queued, again and again, until the queue is
+// empty.
+func (l *Log) commitLoop() {
 	for {
 		l.qmu.Lock()
 		batch := l.queue
-		if len(batch) == 0 || !all && l.urgent == 0 {
-			if len(batch) > 0 && l.soon == nil {
-				l.soon = time.AfterFunc(l.soonAfter, l.kick)
-			}
+		l.queue = nil
+		if len(batch) == 0 {
 			l.committing = false
 			l.idle.Broadcast()
 			l.qmu.Unlock()
 			return
 		}
-		l.queue, l.urgent = nil, 0
-		if l.soon != nil { // what it waited for is in this batch
-			l.soon.Stop()
-			l.soon = nil
-		}
 		l.qmu.Unlock()
 		l.commit(batch)
-		for _, p := range batch {
-			if p.then != nil {
-				p.then(p.err)
-			}
-		}
-		all = false
 	}
 }
 
 // drain waits until every record added so far has been committed.
 func (l *Log) drain() {
 	l.qmu.Lock()
-	for l.committing || len(l.queue) > 0 {
-		if !l.committing {
-			l.committing = true
-			go l.commitLoop(true)
-		}
+	for l.committing {
 		l.idle.Wait()
 	}
 	l.qmu.Unlock()

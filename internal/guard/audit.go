@@ -69,25 +69,7 @@ type pendingCall struct {
 	args   string
 	def    string
 	result []byte // the server's result, before any policy replaced it
-	// started is the call_start record, added when the request was
-	// forwarded: its fsync runs while the server works on the call.
-	started *audit.Pending
 }
-
-// callStartRecord is the fields of a "call_start" record, sorted as in
-// callRecord.
-type callStartRecord struct {
-	Args    string `json:"args"`
-	Def     string `json:"def,omitempty"`
-	Server  string `json:"server"`
-	Session string `json:"session"`
-	Tool    string `json:"tool"`
-}
-
-// outcomeWithin is how long a call's record may wait, once its answer is
-// on its way, for another record's commit to share: a client's next call
-// usually comes sooner, and the two then take one fsync.
-const outcomeWithin = 2 * time.Millisecond
 
 // SetupError is a chain that could not be built, with what to do about it.
 type SetupError struct {
@@ -260,20 +242,19 @@ func (p *auditPolicy) Observe(ctx context.Context, s *proxy.Session, ev *proxy.E
 				if m.Error != nil {
 					c.result = m.Raw
 				}
+				var rec *audit.Pending
 				switch v.Action {
 				case proxy.Replace: // a policy withheld the server's answer
-					p.addCall(c, final, "mcpcage", true)
+					rec = p.addCall(c, final, "mcpcage")
 				case proxy.Drop:
-					p.addCall(c, nil, "mcpcage", true)
+					rec = p.addCall(c, nil, "mcpcage")
 				default:
-					p.addCall(c, final, "server", true)
+					rec = p.addCall(c, final, "server")
 				}
-				// The answer waits, off the server's pump, for the call's
-				// call_start record to be on disk. That record was added when
-				// the request went to the server, so its fsync ran while the
-				// server worked; the call record with the outcome follows
-				// with the next commit.
-				id, rec := m.ID, c.started
+				// The answer waits for its record to be on disk, off the
+				// server's pump: the records of answers that come in a burst
+				// share one fsync.
+				id := m.ID
 				ev.Hold(func() []byte {
 					if _, err := rec.Wait(); err != nil {
 						p.appendFailed(err)
@@ -330,9 +311,6 @@ func (p *auditPolicy) observeCall(ev *proxy.Event, v proxy.Verdict) {
 		args: p.log.Fingerprint(p.name, params.Name, params.Arguments)}
 	switch v.Action {
 	case proxy.Forward, proxy.Replace:
-		p.ensureStarted("")
-		c.started = p.log.Add("call_start", callStartRecord{
-			Args: c.args, Def: c.def, Server: p.name, Session: p.session, Tool: c.tool})
 		p.mu.Lock()
 		p.pending[ev.Msg.ID.Key()] = c
 		p.mu.Unlock()
@@ -388,7 +366,7 @@ func (p *auditPolicy) learnTools(tools []jsontext.Value) {
 // tool reported a failure), "error" (a JSON-RPC error, with its code),
 // "dropped" or "unanswered". by says who answered: the server or mcpcage.
 func (p *auditPolicy) writeCall(c pendingCall, final *jsonrpc.Message, by string) {
-	if _, err := p.addCall(c, final, by, false).Wait(); err != nil {
+	if _, err := p.addCall(c, final, by).Wait(); err != nil {
 		p.appendFailed(err)
 	}
 }
@@ -409,10 +387,8 @@ type callRecord struct {
 	Tool     string `json:"tool"`
 }
 
-// addCall hands the record of a call to the log and returns at once; soon
-// lets it wait for the next commit (AddSoon), a failure then refusing later
-// calls.
-func (p *auditPolicy) addCall(c pendingCall, final *jsonrpc.Message, by string, soon bool) *audit.Pending {
+// addCall hands the record of a call to the log and returns at once.
+func (p *auditPolicy) addCall(c pendingCall, final *jsonrpc.Message, by string) *audit.Pending {
 	p.ensureStarted("")
 	f := callRecord{
 		Session: p.session, Server: p.name, Tool: c.tool, Args: c.args,
@@ -444,13 +420,6 @@ func (p *auditPolicy) addCall(c pendingCall, final *jsonrpc.Message, by string, 
 	p.mu.Lock()
 	p.calls++
 	p.mu.Unlock()
-	if soon {
-		return p.log.AddSoon("call", f, outcomeWithin, func(err error) {
-			if err != nil {
-				p.appendFailed(err)
-			}
-		})
-	}
 	return p.log.Add("call", f)
 }
 

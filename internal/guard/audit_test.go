@@ -109,13 +109,9 @@ func TestAuditPolicyOutcomes(t *testing.T) {
 	})
 	want := []string{
 		"session_start protocol=2025-06-18",
-		"call_start tool=t1 def", // forwarded calls: a call_start when sent
-		"call_start tool=t2",
 		"call tool=t2 outcome=is_error by=server",
 		"call tool=t1 outcome=ok by=server def",
-		"call tool=t1 outcome=dropped by=mcpcage def", // never sent: no call_start
-		"call_start tool=t1 def",
-		"call_start tool=t1 def",
+		"call tool=t1 outcome=dropped by=mcpcage def",
 		"call tool=t1 outcome=error code=-32001 by=mcpcage def",
 		"call tool=t1 outcome=error code=-32001 by=mcpcage def",
 		"call tool=t1 outcome=unanswered by=server def",
