@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/mcpcage/mcpcage/internal/install/installtest"
+	"github.com/mcpcage/mcpcage/internal/progress"
 )
 
 // demoServerPy is a stdlib-only MCP stdio server with one tool.
@@ -165,16 +166,16 @@ func TestUVXIndexWithCredentials(t *testing.T) {
 	ctx := context.Background()
 
 	var log bytes.Buffer
-	res, err := Ensure(ctx, cli, Request{Kind: "uvx", Spec: "mcpcage-demo-server", Stderr: &log})
+	res, err := Ensure(ctx, cli, Request{Kind: "uvx", Spec: "mcpcage-demo-server", Stderr: &log, Progress: progress.New(&log, progress.Brief, false)})
 	if err != nil || res.Version != "1.0.0" {
 		t.Fatalf("install through an index with credentials: %+v %v\n%s", res, err, log.String())
 	}
-	_, err = Ensure(ctx, cli, Request{Kind: "uvx", Spec: "mcpcage-source-only", Stderr: &log})
+	_, err = Ensure(ctx, cli, Request{Kind: "uvx", Spec: "mcpcage-source-only", Stderr: &log, Progress: progress.New(&log, progress.Brief, false)})
 	var so *SourceOnlyError
 	if !errorsAs(err, &so) {
 		t.Fatalf("source-only package behind credentials: %v", err)
 	}
-	_, err = Ensure(ctx, cli, Request{Kind: "uvx", Spec: "mcpcage-no-such-package", Stderr: &log})
+	_, err = Ensure(ctx, cli, Request{Kind: "uvx", Spec: "mcpcage-no-such-package", Stderr: &log, Progress: progress.New(&log, progress.Brief, false)})
 	if err == nil {
 		t.Fatal("installed a missing package")
 	}

@@ -26,6 +26,8 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
+
+	"github.com/mcpcage/mcpcage/internal/progress"
 )
 
 // npmPackage is one version of a package the test registry serves.
@@ -200,7 +202,7 @@ func TestNPMInstallScriptsSkipped(t *testing.T) {
 	t.Setenv("NPM_CONFIG_REGISTRY", reg.URL)
 
 	var log bytes.Buffer
-	res, err := Ensure(context.Background(), cli, Request{Kind: "npx", Spec: "mcpcage-fixture-server", Stderr: &log})
+	res, err := Ensure(context.Background(), cli, Request{Kind: "npx", Spec: "mcpcage-fixture-server", Stderr: &log, Progress: progress.New(&log, progress.Brief, false)})
 	if err != nil {
 		t.Fatalf("install: %v\n%s", err, log.String())
 	}
