@@ -17,7 +17,9 @@ echo "hello from the host" > "$WORK/readme.txt"
 # The cage runs the server as a non-root user (uid 1000): let it read the folder.
 chmod 755 "$WORK"; chmod 644 "$WORK/readme.txt"
 PKG=@modelcontextprotocol/server-filesystem
-NAME=modelcontextprotocol-server-filesystem
+# The default name mcpcage derives from the package (launch.DeriveName;
+# internal/launch TestDemoNameIsDerived keeps the two in step).
+NAME=modelcontextprotocol__server-filesystem
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
