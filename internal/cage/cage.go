@@ -442,8 +442,10 @@ func (c *Cage) wait() {
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	// The engine learns of an OOM kill from a separate event that can land
-	// just after the exit: a SIGKILL exit (137) is asked about a few times
-	// before it is taken for a plain kill.
+	// after the exit (more than a second later on a loaded machine, seen
+	// under the race detector): a SIGKILL exit (137) is asked about for up
+	// to 3 s before it is taken for a plain kill. Stop removes the
+	// container, which ends the asking at once.
 	for try := 0; ; try++ {
 		info, err := c.cli.ContainerInspect(ictx, c.id)
 		if err != nil || info.State == nil {
@@ -453,7 +455,7 @@ func (c *Cage) wait() {
 			c.oom.Store(true)
 			return
 		}
-		if c.exitCode != 137 || try == 10 {
+		if c.exitCode != 137 || try == 30 {
 			return
 		}
 		select {
