@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,28 +21,14 @@ import (
 	"github.com/mcpcage/mcpcage/internal/cage/cagetest"
 )
 
-var (
-	gatewayOnce sync.Once
-	gatewayPath string
-	gatewayErr  error
-)
-
 // egressSetup builds a static mcpcage for the gateway (the test binary that
 // runs as mcpcage here is not static), the test's own internet, and a CA
 // file; it returns the environment that points mcpcage at them.
 func egressSetup(t *testing.T, cli *client.Client) (*cagetest.Internet, []string) {
 	t.Helper()
-	gatewayOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "mcpcage-gateway")
-		if err != nil {
-			gatewayErr = err
-			return
-		}
-		gatewayPath = filepath.Join(dir, "mcpcage")
-		gatewayErr = cagetest.BuildStatic(context.Background(), "github.com/mcpcage/mcpcage/cmd/mcpcage", gatewayPath)
-	})
-	if gatewayErr != nil {
-		t.Fatal(gatewayErr)
+	gatewayPath, err := cagetest.StaticMcpcage(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -20,27 +20,13 @@ import (
 	"github.com/mcpcage/mcpcage/internal/egress"
 )
 
-var (
-	gatewayBinOnce sync.Once
-	gatewayBin     string
-	gatewayBinErr  error
-)
-
 // staticGateway builds mcpcage itself with CGO_ENABLED=0 (the test binary
 // is not static) and points EnvGatewayBinary at it.
 func staticGateway(t *testing.T) {
 	t.Helper()
-	gatewayBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "mcpcage-gateway")
-		if err != nil {
-			gatewayBinErr = err
-			return
-		}
-		gatewayBin = filepath.Join(dir, "mcpcage")
-		gatewayBinErr = cagetest.BuildStatic(context.Background(), "github.com/mcpcage/mcpcage/cmd/mcpcage", gatewayBin)
-	})
-	if gatewayBinErr != nil {
-		t.Fatal(gatewayBinErr)
+	gatewayBin, err := cagetest.StaticMcpcage(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Setenv(EnvGatewayBinary, gatewayBin)
 }

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
@@ -82,6 +83,28 @@ func BuildFakeHostImage(ctx context.Context, cli *client.Client) (string, error)
 		add(&tar.Header{Name: "fakehost", Typeflag: tar.TypeReg, Mode: 0o755}, code)
 	})
 }
+
+// StaticMcpcage builds mcpcage itself once per test process as a static
+// binary (a test binary is not static, and the egress gateway runs
+// mcpcage in an empty image) and returns its path.
+func StaticMcpcage(ctx context.Context) (string, error) {
+	staticOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mcpcage-gateway")
+		if err != nil {
+			staticErr = err
+			return
+		}
+		staticPath = filepath.Join(dir, "mcpcage")
+		staticErr = BuildStatic(ctx, "github.com/mcpcage/mcpcage/cmd/mcpcage", staticPath)
+	})
+	return staticPath, staticErr
+}
+
+var (
+	staticOnce sync.Once
+	staticPath string
+	staticErr  error
+)
 
 // BuildStatic compiles the package pkg of this module (CGO_ENABLED=0) into
 // dst.
