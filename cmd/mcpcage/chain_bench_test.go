@@ -331,8 +331,10 @@ func BenchmarkChainPipelined(b *testing.B) {
 
 // BenchmarkSessionRSS runs one session of the full chain as its own process
 // (mcpcage-bare: every run extension, no container) in front of the fixture
-// server, with 300 pipelined tools/calls whose results carry 64 KiB of
-// text, and reports the session process's peak resident set (VmHWM).
+// server: the handshake, each request once the one before is answered, then
+// 300 pipelined tools/calls whose results carry 64 KiB of text; every answer
+// must be a result. It reports the session process's peak resident set
+// (VmHWM).
 func BenchmarkSessionRSS(b *testing.B) {
 	var peak int64
 	for i := 0; i < b.N; i++ {
@@ -350,21 +352,31 @@ func BenchmarkSessionRSS(b *testing.B) {
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
-		var msgs bytes.Buffer
-		msgs.WriteString(`{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}` + "\n")
-		msgs.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
-		msgs.WriteString(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}` + "\n")
+		rd := bufio.NewReaderSize(out, 1<<20)
+		// answer reads one answer and fails on an error: a request the
+		// proxy refused (one sent before initialize was answered, say) is
+		// not scanned, and a session of refusals measures nothing.
+		answer := func(what string) {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				b.Fatalf("%s: %v\n%s", what, err, errOut.String())
+			}
+			if !strings.Contains(line, `"result":`) {
+				b.Fatalf("%s: not a result: %.300q", what, line)
+			}
+		}
+		fmt.Fprintln(in, `{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+		answer("initialize")
+		fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		fmt.Fprintln(in, `{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
+		answer("tools/list")
 		go func() {
-			in.Write(msgs.Bytes())
 			for k := 0; k < 300; k++ {
 				fmt.Fprintf(in, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"call %d"}}}`+"\n", k, k)
 			}
 		}()
-		rd := bufio.NewReaderSize(out, 1<<20)
-		for n := 0; n < 302; n++ {
-			if _, err := rd.ReadString('\n'); err != nil {
-				b.Fatalf("answer %d: %v\n%s", n, err, errOut.String())
-			}
+		for n := 0; n < 300; n++ {
+			answer(fmt.Sprintf("answer %d", n))
 		}
 		peak = max(peak, vmHWM(b, cmd.Process.Pid))
 		in.Close()
