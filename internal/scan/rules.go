@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -407,103 +408,107 @@ func newAC(words []string, outputs []int) *acMachine {
 	// A newline reads as a space: literal sets then need no newline
 	// variants (normalized text has one separator between words).
 	m.class['\n'] = m.class[' ']
-	// The trie first, sparse: its size is the dense table's, which is then
-	// made once (grown an append at a time, the table was most of what
-	// loading the rules allocated).
-	type edge struct{ st, c int32 }
-	child := map[edge]int32{}
-	nstates := int32(1)
-	for _, w := range words {
-		st := int32(0)
-		for k := 0; k < len(w); k++ {
-			e := edge{st, int32(m.class[w[k]])}
-			n, ok := child[e]
-			if !ok {
-				n = nstates
-				nstates++
-				child[e] = n
-			}
-			st = n
-		}
-	}
-	next := make([]int32, int(nstates)*m.ncls)
-	for i := range next {
-		next[i] = -1
-	}
-	for e, n := range child {
-		next[e.st*int32(m.ncls)+e.c] = n
-	}
-	out := make([][]int32, nstates)
+	// The trie first, as lists: each state's children in class order (the
+	// breadth-first numbering below follows it) and its own outputs in
+	// keyword order. That is a few int32 per state; the dense table is then
+	// made once, at its final size and width, and filled in place. (A map
+	// of edges and a full int32 table beside the final one were most of
+	// what loading the rules held at its peak.)
+	t := acTrie{child: []int32{-1}, sibling: []int32{-1}, cls: []uint8{0}, own: []int32{-1}, ownLast: []int32{-1}}
+	ownNext := make([]int32, len(words)) // the next output of the same state, -1 at the end
 	for wi, w := range words {
 		st := int32(0)
 		for k := 0; k < len(w); k++ {
-			st = next[st*int32(m.ncls)+int32(m.class[w[k]])]
+			st = t.step(st, m.class[w[k]])
 		}
-		out[st] = appendUnique(out[st], int32(outputs[wi]))
+		t.addOutput(st, int32(wi), outputs, ownNext)
 	}
-	// Breadth-first: fill failure links into a complete transition table.
-	nc := int32(m.ncls)
-	fail := make([]int32, len(out))
-	bfs := []int32{0}
-	var queue []int32
-	for c := int32(0); c < nc; c++ {
-		if n := next[c]; n > 0 {
-			fail[n] = 0
-			queue = append(queue, n)
-		} else {
-			next[c] = 0
+	// Breadth-first order; the states are numbered in it, so that the
+	// shallow states ordinary text stays in share a few cache lines.
+	order := make([]int32, 1, len(t.cls))
+	for i := 0; i < len(order); i++ {
+		for ch := t.child[order[i]]; ch >= 0; ch = t.sibling[ch] {
+			order = append(order, ch)
 		}
 	}
-	for len(queue) > 0 {
-		st := queue[0]
-		queue = queue[1:]
-		bfs = append(bfs, st)
-		for _, r := range out[fail[st]] {
-			out[st] = appendUnique(out[st], r)
-		}
-		for c := int32(0); c < nc; c++ {
-			n := next[st*nc+c]
-			if n >= 0 {
-				fail[n] = next[fail[st]*nc+c]
-				queue = append(queue, n)
-			} else {
-				next[st*nc+c] = next[fail[st]*nc+c]
-			}
-		}
+	num := make([]int32, len(order)) // trie state -> its number
+	for i, st := range order {
+		num[st] = int32(i)
 	}
-	// Renumber in breadth-first order and flag the states with outputs.
-	perm := make([]int32, len(out))
-	for i, st := range bfs {
-		perm[st] = int32(i)
-	}
-	m.nstate = len(bfs)
-	if len(bfs) < hasOut {
-		m.next = make([]uint16, len(next))
+	n, nc := len(order), m.ncls
+	m.nstate = n
+	if n < hasOut {
+		m.next = make([]uint16, n*nc)
 	} else {
-		m.wide = make([]int32, len(next))
+		m.wide = make([]int32, n*nc)
 	}
-	m.outAt = make([]int32, 0, len(bfs)+1)
-	for i, st := range bfs {
-		for c := int32(0); c < nc; c++ {
-			t := next[st*nc+c]
-			v := perm[t]
-			if m.next != nil {
-				if len(out[t]) > 0 {
-					v |= hasOut
+	// entry and target write and read the table of either width.
+	entry := func(i, c int, st int32, out bool) {
+		if m.next != nil {
+			v := uint16(st)
+			if out {
+				v |= hasOut
+			}
+			m.next[i*nc+c] = v
+		} else {
+			v := st
+			if out {
+				v |= hasOutBig
+			}
+			m.wide[i*nc+c] = v
+		}
+	}
+	target := func(i, c int) int32 {
+		if m.next != nil {
+			return int32(m.next[i*nc+c] &^ hasOut)
+		}
+		return m.wide[i*nc+c] &^ hasOutBig
+	}
+	// In breadth-first order a state's failure state (the longest proper
+	// suffix of its keyword prefix that is a state) comes before it: its row
+	// is complete, and the state's row is a copy of it with the state's own
+	// children written over. A child's failure state is where the parent's
+	// failure state goes on the child's class.
+	fail := make([]int32, n)  // by number
+	anyOut := make([]bool, n) // by number: the state reports something
+	anyOut[0] = t.own[0] >= 0 // (only for an empty keyword)
+	m.outAt = make([]int32, 0, n+1)
+	for i, st := range order {
+		f := int(fail[i])
+		if i == 0 {
+			for c := 0; c < nc; c++ {
+				entry(0, c, 0, anyOut[0])
+			}
+		} else if m.next != nil {
+			copy(m.next[i*nc:(i+1)*nc], m.next[f*nc:(f+1)*nc])
+		} else {
+			copy(m.wide[i*nc:(i+1)*nc], m.wide[f*nc:(f+1)*nc])
+		}
+		for ch := t.child[st]; ch >= 0; ch = t.sibling[ch] {
+			c, k := int(t.cls[ch]), num[ch]
+			if i > 0 {
+				fail[k] = target(f, c)
+			}
+			anyOut[k] = t.own[ch] >= 0 || anyOut[fail[k]]
+			entry(i, c, k, anyOut[k])
+		}
+		// Outputs: the state's own, then its failure state's (complete,
+		// as it comes first), each once.
+		start := int32(len(m.outs))
+		m.outAt = append(m.outAt, start)
+		for o := t.own[st]; o >= 0; o = ownNext[o] {
+			m.outs = append(m.outs, int32(outputs[o]))
+		}
+		if i > 0 {
+			for _, r := range m.outs[m.outAt[f]:m.outAt[f+1]] {
+				if !slices.Contains(m.outs[start:], r) {
+					m.outs = append(m.outs, r)
 				}
-				m.next[int32(i)*nc+c] = uint16(v)
-			} else {
-				if len(out[t]) > 0 {
-					v |= hasOutBig
-				}
-				m.wide[int32(i)*nc+c] = v
 			}
 		}
-		m.outAt = append(m.outAt, int32(len(m.outs)))
-		m.outs = append(m.outs, out[st]...)
 	}
 	m.outAt = append(m.outAt, int32(len(m.outs)))
-	m.gated = make([]int32, len(bfs))
+	m.gated = make([]int32, n)
 	for st := range m.gated {
 		for _, r := range m.outs[m.outAt[st]:m.outAt[st+1]] {
 			if r%3 == 2 {
@@ -512,6 +517,54 @@ func newAC(words []string, outputs []int) *acMachine {
 		}
 	}
 	return m
+}
+
+// acTrie is newAC's trie of the keywords: per state, its first child and
+// next sibling (children kept in class order), the class of the edge into
+// it, and the first and last of its own outputs (keyword indexes, -1 for
+// none, chained by newAC's ownNext).
+type acTrie struct {
+	child, sibling, own, ownLast []int32
+	cls                          []uint8
+}
+
+// step is the child of st on class c, made if new.
+func (t *acTrie) step(st int32, c uint8) int32 {
+	prev, ch := int32(-1), t.child[st]
+	for ch >= 0 && t.cls[ch] < c {
+		prev, ch = ch, t.sibling[ch]
+	}
+	if ch >= 0 && t.cls[ch] == c {
+		return ch
+	}
+	n := int32(len(t.cls))
+	t.child = append(t.child, -1)
+	t.sibling = append(t.sibling, ch)
+	t.cls = append(t.cls, c)
+	t.own = append(t.own, -1)
+	t.ownLast = append(t.ownLast, -1)
+	if prev < 0 {
+		t.child[st] = n
+	} else {
+		t.sibling[prev] = n
+	}
+	return n
+}
+
+// addOutput gives state st keyword wi's output, unless it has that output.
+func (t *acTrie) addOutput(st, wi int32, outputs []int, ownNext []int32) {
+	for o := t.own[st]; o >= 0; o = ownNext[o] {
+		if outputs[o] == outputs[wi] {
+			return
+		}
+	}
+	ownNext[wi] = -1
+	if t.ownLast[st] < 0 {
+		t.own[st] = wi
+	} else {
+		ownNext[t.ownLast[st]] = wi
+	}
+	t.ownLast[st] = wi
 }
 
 // visits is candidates for long texts, in two steps: it sets marks as
@@ -588,15 +641,6 @@ func (m *acMachine) hitsFor(vs []litHit, need []bool, hits []litHit, counts []in
 		}
 	}
 	return hits
-}
-
-func appendUnique(xs []int32, x int32) []int32 {
-	for _, y := range xs {
-		if y == x {
-			return xs
-		}
-	}
-	return append(xs, x)
 }
 
 // The automaton's outputs are marks in one slice: "a keyword of phrase
