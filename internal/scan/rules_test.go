@@ -97,10 +97,11 @@ func TestLiteralGateSound(t *testing.T) {
 		clear(marks)
 		set.pre.candidates(nt.lower, marks, nil, nil)
 		for _, r := range set.text {
-			for pi, re := range r.patterns {
+			for pi, lre := range r.patterns {
 				if len(r.gates[pi]) == 0 {
 					continue
 				}
+				re := lre.get()
 				gated++
 				target := nt.lower
 				if r.On == "cased" {
@@ -386,5 +387,37 @@ func TestVisitsAsCandidates(t *testing.T) {
 		if fmt.Sprint(want) != fmt.Sprint(got) || fmt.Sprint(wantHits) != fmt.Sprint(gotHits) || fmt.Sprint(wc) != fmt.Sprint(gc) {
 			t.Fatalf("%d bytes at %d: visits and candidates differ", n, at)
 		}
+	}
+}
+
+// TestPatternsCompile: every rule's patterns and unless patterns compile
+// (loading only parses them, and a scan compiles one the first time it runs
+// it), and what loading read from the parse is what the compiled pattern
+// says: the snippet's group.
+func TestPatternsCompile(t *testing.T) {
+	n := 0
+	for _, r := range Rules() {
+		for pi, p := range r.patterns {
+			re, err := regexp.Compile(p.src)
+			if err != nil {
+				t.Fatalf("%s pattern %d: %v", r.ID, pi, err)
+			}
+			if got, want := r.snip[pi], re.SubexpIndex("s"); got != want {
+				t.Errorf("%s pattern %d: snippet group %d, compiled %d", r.ID, pi, got, want)
+			}
+			if p.get().String() != p.src {
+				t.Errorf("%s pattern %d: compiled %q from %q", r.ID, pi, p.get(), p.src)
+			}
+			n++
+		}
+		for ui, u := range r.unless {
+			if _, err := regexp.Compile(u.src); err != nil {
+				t.Fatalf("%s unless %d: %v", r.ID, ui, err)
+			}
+			n++
+		}
+	}
+	if n < 300 {
+		t.Fatalf("only %d patterns", n)
 	}
 }

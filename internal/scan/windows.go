@@ -191,7 +191,7 @@ func (r *Rule) matchIn(pi int, t []byte, off int) (int, int, bool) {
 	if regexInput != nil {
 		regexInput(r, pi, len(t))
 	}
-	re := r.patterns[pi]
+	re := r.patterns[pi].get()
 	// Most windows hold no match: asking only whether one exists lets the
 	// matcher carry no submatch positions, which is most of its work.
 	if !re.Match(t) {
@@ -219,7 +219,7 @@ func (r *Rule) matchIn(pi int, t []byte, off int) (int, int, bool) {
 
 func (r *Rule) findSpanString(s string) (int, int, bool) {
 	for pi, re := range r.patterns {
-		if m := re.FindStringSubmatchIndex(s); m != nil {
+		if m := re.get().FindStringSubmatchIndex(s); m != nil {
 			if g := r.snip[pi]; g > 0 && m[2*g] >= 0 {
 				return m[2*g], m[2*g+1], true
 			}
@@ -231,7 +231,7 @@ func (r *Rule) findSpanString(s string) (int, int, bool) {
 
 func (r *Rule) vetoed(match []byte) bool {
 	for _, u := range r.unless {
-		if u.Match(match) {
+		if u.get().Match(match) {
 			return true
 		}
 	}
