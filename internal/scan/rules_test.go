@@ -6,7 +6,10 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/mcpcage/mcpcage/rules"
 )
 
 // exampleSiblings are the other tools the examples of the cross-tool rule
@@ -419,5 +422,36 @@ func TestPatternsCompile(t *testing.T) {
 	}
 	if n < 300 {
 		t.Fatalf("only %d patterns", n)
+	}
+}
+
+// TestPatternCompiledOnce: scans that run a pattern first at the same time
+// share one compiled program (each compiling its own would hold the memory
+// the lazy compile saves, and race on the pointer).
+func TestPatternCompiledOnce(t *testing.T) {
+	set := compileRules(rules.Files) // its patterns not compiled yet
+	var pats []*lazyRE
+	for _, r := range set.rules {
+		pats = append(pats, r.patterns...)
+	}
+	const workers = 8
+	got := make([][]*regexp.Regexp, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, p := range pats {
+				got[w] = append(got[w], p.get())
+			}
+		}()
+	}
+	wg.Wait()
+	for w := 1; w < workers; w++ {
+		for i := range pats {
+			if got[w][i] != got[0][i] {
+				t.Fatalf("pattern %q compiled more than once", pats[i].src)
+			}
+		}
 	}
 }
