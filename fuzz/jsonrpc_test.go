@@ -151,25 +151,36 @@ func FuzzReader(f *testing.F) {
 				want = append(want, p)
 			}
 		}
-		r := jsonrpc.NewReader(bytes.NewReader(in), max)
-		var got []string
-		for {
-			line, err := r.ReadLine()
-			if err == io.EOF {
-				break
+		// ReadLine copies each line; Next lends it from the Reader's buffer.
+		// Both must give the lines, with room for a '\n' after each.
+		for _, next := range []bool{false, true} {
+			r := jsonrpc.NewReader(bytes.NewReader(in), max)
+			var got []string
+			for {
+				read := r.ReadLine
+				if next {
+					read = r.Next
+				}
+				line, err := read()
+				if err == io.EOF {
+					break
+				}
+				var tl *jsonrpc.LineTooLongError
+				if errors.As(err, &tl) {
+					got = append(got, "<too long>")
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := len(line); cap(line) <= n || line[:n+1][n] != '\n' {
+					t.Fatalf("next %v: no '\\n' after the line %q", next, line)
+				}
+				got = append(got, string(line))
 			}
-			var tl *jsonrpc.LineTooLongError
-			if errors.As(err, &tl) {
-				got = append(got, "<too long>")
-				continue
+			if strings.Join(got, "\x00|") != strings.Join(want, "\x00|") {
+				t.Fatalf("next %v, max %d\ngot  %q\nwant %q", next, max, got, want)
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, string(line))
-		}
-		if strings.Join(got, "\x00|") != strings.Join(want, "\x00|") {
-			t.Fatalf("max %d\ngot  %q\nwant %q", max, got, want)
 		}
 	})
 }

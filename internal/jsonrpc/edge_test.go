@@ -472,3 +472,95 @@ func TestErrorsSayWhere(t *testing.T) {
 		}
 	}
 }
+
+// lineAtATime hands out one line per Read, so that a bufio.Reader over it
+// reads each line into the start of its buffer, over the one before.
+type lineAtATime struct{ lines []string }
+
+func (l *lineAtATime) Read(p []byte) (int, error) {
+	if len(l.lines) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, l.lines[0])
+	l.lines[0] = l.lines[0][n:]
+	if l.lines[0] == "" {
+		l.lines = l.lines[1:]
+	}
+	return n, nil
+}
+
+func TestNextReusesOwnCopies(t *testing.T) {
+	first := `{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":{"d":"first"}}}`
+	second := `{"jsonrpc":"2.0","id":2,"result":{"r":"second-second-second-second-sec"}}`
+	third := `{"jsonrpc":"2.0","id":3,"method":"m","params":{"p":"third-third-third-third-third-t"}}`
+	r := NewReader(&lineAtATime{lines: []string{first + "\r\n", second + "\n", third + "\n"}}, 0)
+	var kept, borrowed []*Message
+	for range 3 {
+		line, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cap(line) <= len(line) || line[:len(line)+1][len(line)] != '\n' {
+			t.Fatalf("Next gave no room for the terminator: %q", line[:cap(line)])
+		}
+		m, err := Parse(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := *m
+		borrowed = append(borrowed, &b)
+		m.Own()
+		kept = append(kept, m)
+	}
+	if string(borrowed[0].Raw) == first {
+		t.Fatal("the reader did not reuse its buffer: this test shows nothing")
+	}
+	if string(kept[0].Raw) != first || string(kept[0].Error.Data) != `{"d":"first"}` ||
+		string(kept[1].Result) != `{"r":"second-second-second-second-sec"}` ||
+		string(kept[2].Params) != `{"p":"third-third-third-third-third-t"}` {
+		t.Errorf("owned messages changed when the buffer was reused: %q %q %q %q",
+			kept[0].Raw, kept[0].Error.Data, kept[1].Result, kept[2].Params)
+	}
+	for _, m := range kept {
+		if n := len(m.Raw); cap(m.Raw) <= n || m.Raw[:n+1][n] != '\n' {
+			t.Errorf("an owned Raw has no '\\n' after it: %q", m.Raw)
+		}
+	}
+}
+
+// writes records each Write it is given, and fails them once fail is set.
+type writes struct {
+	calls [][]byte
+	fail  bool
+}
+
+func (w *writes) Write(p []byte) (int, error) {
+	if w.fail {
+		return len(p) / 2, errors.New("short write")
+	}
+	w.calls = append(w.calls, p)
+	return len(p), nil
+}
+
+func TestWriterLargeMessageOneWriteNoCopy(t *testing.T) {
+	rec := &writes{}
+	w := NewWriter(rec)
+	if err := w.Write([]byte("small"), false); err != nil {
+		t.Fatal(err)
+	}
+	big := append(bytes.Repeat([]byte("b"), directWrite), '\n')
+	if err := w.Write(big[:directWrite], false); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.calls) != 2 || string(rec.calls[0]) != "small\n" || len(rec.calls[1]) != directWrite+1 || &rec.calls[1][0] != &big[0] {
+		t.Fatalf("want the buffered message, then the large one straight from its slice: %d writes", len(rec.calls))
+	}
+	rec.fail = true
+	if err := w.Write(big[:directWrite], true); err == nil {
+		t.Fatal("a failed write was not reported")
+	}
+	rec.fail = false
+	if err := w.WriteMessage([]byte("after")); err == nil || len(rec.calls) != 2 {
+		t.Errorf("a message was written after a short write left part of a line: %v, %d writes", err, len(rec.calls))
+	}
+}

@@ -28,7 +28,12 @@ func (e *LineTooLongError) Error() string {
 type Reader struct {
 	br  *bufio.Reader
 	max int
+	acc []byte // a line longer than br's buffer, gathered; reused
 }
+
+// keepAcc is the largest gathering buffer a Reader keeps for the next long
+// line; a larger one (up to the limit, 16 MiB by default) is let go.
+const keepAcc = 1 << 20
 
 // NewReader returns a Reader of r that refuses lines longer than max bytes
 // (max <= 0 means DefaultMaxLine).
@@ -36,7 +41,6 @@ func NewReader(r io.Reader, max int) *Reader {
 	if max <= 0 {
 		max = DefaultMaxLine
 	}
-	// Lines up to the buffer size are copied once, straight out of it.
 	return &Reader{br: bufio.NewReaderSize(r, min(max+2, 256<<10)), max: max}
 }
 
@@ -45,20 +49,39 @@ func NewReader(r io.Reader, max int) *Reader {
 // send the line and its terminator in one write without copying.
 // A last line without a terminator is returned before io.EOF.
 func (r *Reader) ReadLine() ([]byte, error) {
-	var acc []byte
+	line, err := r.Next()
+	if err != nil {
+		return nil, err
+	}
+	// append, not make: the new array is not zeroed before the copy (make
+	// would clear every byte first, a second pass over a large line).
+	return append([]byte(nil), line[:len(line)+1]...)[:len(line)], nil
+}
+
+// Next is ReadLine without the copy: the line is returned in the Reader's
+// own buffer, and is valid only until the next call of Next or ReadLine
+// (or HasLine, which may move what is buffered). Its capacity is one byte
+// more, a '\n', as with ReadLine. A caller that keeps the line, or anything
+// sliced from it, past that point must copy it (Message.Own).
+func (r *Reader) Next() ([]byte, error) {
+	if cap(r.acc) > keepAcc {
+		r.acc = nil
+	}
+	acc := r.acc[:0]
 	tooLong := false
 	for {
 		frag, err := r.br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
 			if !tooLong {
 				if len(acc)+len(frag) > r.max+1 { // +1: a "\r" may still be dropped
-					tooLong, acc = true, nil
+					tooLong, acc = true, acc[:0]
 				} else {
 					acc = append(acc, frag...)
 				}
 			}
 			continue
 		}
+		r.acc = acc
 		if err != nil && (err != io.EOF || len(frag)+len(acc) == 0 && !tooLong) {
 			if err == io.EOF {
 				return nil, io.EOF
@@ -77,31 +100,38 @@ func (r *Reader) ReadLine() ([]byte, error) {
 		if n > r.max {
 			return nil, &LineTooLongError{Max: r.max}
 		}
-		// append, not make: the new array is not zeroed before the copy
-		// (make would clear every byte first, a second pass over a large
-		// line).
 		var line []byte
 		if len(acc) == 0 && len(raw) > n {
-			line = append([]byte(nil), raw[:n+1]...) // raw[n] is '\r' or '\n'
+			line = raw[:n+1] // raw[n] is '\r' or '\n', in the part of the buffer read
 		} else {
 			// The dropped "\r" may be the last byte of acc (the buffer ended
 			// between it and the "\n"): the [:n] drops it.
-			line = append(append(append([]byte(nil), acc...), frag...)[:n], '\n')
+			acc = append(append(acc, frag...)[:n], '\n')
+			r.acc = acc
+			line = acc
 		}
 		line[n] = '\n'
-		return line[:n], nil
+		return line[: n : n+1], nil
 	}
 }
 
 // Writer writes whole messages, one per line, and is safe for concurrent
 // use: two messages never interleave.
 type Writer struct {
-	mu sync.Mutex
-	bw *bufio.Writer
+	mu  sync.Mutex
+	w   io.Writer
+	bw  *bufio.Writer
+	err error // of a direct write: sticky, as bw's own errors are
 }
 
+// directWrite is the size from which a message that carries room for its
+// '\n' goes out straight from the caller's slice, in one write, after
+// whatever small messages are buffered: copying it into the buffer would
+// cost more than the system call it might save.
+const directWrite = 16 << 10
+
 // NewWriter returns a Writer to w.
-func NewWriter(w io.Writer) *Writer { return &Writer{bw: bufio.NewWriterSize(w, 64<<10)} }
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w, bw: bufio.NewWriterSize(w, 64<<10)} }
 
 // WriteMessage writes msg and a newline, and flushes. msg must be one
 // complete message without a terminator.
@@ -110,17 +140,28 @@ func (w *Writer) WriteMessage(msg []byte) error { return w.Write(msg, true) }
 // Write writes msg and a newline. With flush false the message may wait in
 // the buffer for a later write; callers pass false only when they are about
 // to write again at once (another message is already in hand), so that a
-// burst of small messages costs one system call rather than one each.
+// burst of small messages costs one system call rather than one each. A
+// message of directWrite bytes or more with room for its '\n' (as Reader
+// gives) is written at once, in one write of its own.
 func (w *Writer) Write(msg []byte, flush bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := len(msg)
 	var err error
-	if cap(msg) > n && msg[:n+1][n] == '\n' {
-		// One write of the message and its terminator, straight from the
-		// caller's slice when it is larger than the buffer.
+	switch {
+	case w.err != nil:
+		return w.err
+	case cap(msg) > n && msg[:n+1][n] == '\n' && n >= directWrite:
+		if err = w.bw.Flush(); err == nil {
+			// A short write leaves part of a line behind: nothing may
+			// follow it.
+			_, err = w.w.Write(msg[:n+1])
+			w.err = err
+		}
+		return err
+	case cap(msg) > n && msg[:n+1][n] == '\n':
 		_, err = w.bw.Write(msg[:n+1])
-	} else {
+	default:
 		_, err = w.bw.Write(msg)
 		if err == nil {
 			err = w.bw.WriteByte('\n')

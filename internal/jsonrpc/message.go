@@ -90,3 +90,44 @@ const (
 	// (the brief: "MCP error -32001: mcpcage blocked tools/list: ...").
 	CodeBlocked = -32001
 )
+
+// Own copies m out of the buffer Parse read it from (a Reader's, through
+// Next), so that m stays valid once that buffer is reused: Raw, and Params,
+// Result and Error.Data, which are slices of Raw, then point into one new
+// array of m's own. Raw keeps room for a '\n' after it, as ReadLine gives.
+// Own is for messages that Parse returned; call it before the buffer is
+// written again.
+func (m *Message) Own() {
+	n := len(m.Raw)
+	var raw []byte
+	if cap(m.Raw) > n {
+		// append, not make: the new array is not zeroed first.
+		raw = append([]byte(nil), m.Raw[:n+1]...)
+	} else {
+		raw = append(make([]byte, 0, n+1), m.Raw...)[:n+1]
+	}
+	raw[n] = '\n'
+	raw = raw[:n]
+	m.Params = rebase(m.Raw, raw, m.Params)
+	m.Result = rebase(m.Raw, raw, m.Result)
+	if m.Error != nil {
+		e := *m.Error
+		e.Data = rebase(m.Raw, raw, e.Data)
+		m.Error = &e
+	}
+	m.Raw = raw
+}
+
+// rebase returns the part of to that sub is of from. Parse slices every
+// member out of the line without limiting the capacity, so a member's
+// offset in the line is the difference of the capacities.
+func rebase(from, to, sub []byte) []byte {
+	if sub == nil {
+		return nil
+	}
+	off := cap(from) - cap(sub)
+	if off < 0 || off+len(sub) > len(from) {
+		return append([]byte(nil), sub...) // not a slice of from: copy it alone
+	}
+	return to[off : off+len(sub)]
+}

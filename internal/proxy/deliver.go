@@ -102,6 +102,10 @@ func (r *run) deliver(ev *Event, out []byte, msg *jsonrpc.Message, flush bool) {
 	}
 	o.queued++
 	o.mu.Unlock()
+	if msg != nil && !r.copyAll {
+		msg.Own() // the pump reads on while the delivery waits
+		d.out = msg.Raw
+	}
 	o.q <- d
 }
 

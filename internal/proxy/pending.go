@@ -11,7 +11,8 @@ import (
 type pending struct {
 	id        jsonrpc.ID
 	method    string
-	params    []byte
+	params    []byte // nil unless policies may read them (Event.Params)
+	size      int    // bytes of the params, held or not
 	cancelled bool
 }
 
@@ -36,17 +37,17 @@ func (p *pendingSet) full() bool {
 
 func (p *pendingSet) add(key string, e pending) {
 	if old, ok := p.m[key]; ok {
-		p.bytes -= len(old.params)
+		p.bytes -= old.size
 	}
 	p.m[key] = e
-	p.bytes += len(e.params)
+	p.bytes += e.size
 }
 
 func (p *pendingSet) take(key string) (pending, bool) {
 	e, ok := p.m[key]
 	if ok {
 		delete(p.m, key)
-		p.bytes -= len(e.params)
+		p.bytes -= e.size
 	}
 	return e, ok
 }
@@ -109,8 +110,12 @@ func (r *run) track(pend *pendingSet, m *jsonrpc.Message, raw []byte) {
 	if m.Kind != jsonrpc.KindRequest {
 		return
 	}
+	e := pending{id: m.ID, method: m.Method, size: len(m.Params)}
+	if r.copyAll {
+		e.params = m.Params // m was copied (borrowed): it is the message's own
+	}
 	r.mu.Lock()
-	pend.add(m.ID.Key(), pending{id: m.ID, method: m.Method, params: m.Params})
+	pend.add(m.ID.Key(), e)
 	r.mu.Unlock()
 }
 

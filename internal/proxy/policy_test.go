@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -250,5 +251,48 @@ func TestInvalidPolicyReplyDropped(t *testing.T) {
 	c.expect(`"id":2`)
 	if !obs.has("drop tools/call") {
 		t.Error("the observer did not see the invalid reply turned into a drop")
+	}
+}
+
+// keeper keeps what it is shown, without copying it, as a policy may (an
+// audit record written later, an Async check): the bytes must stay as they
+// were while the pumps read on.
+type keeper struct {
+	mu   sync.Mutex
+	kept [][]byte
+	was  []string
+}
+
+func (k *keeper) Inspect(ctx context.Context, s *Session, ev *Event) Verdict {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, b := range [][]byte{ev.Msg.Raw, ev.Msg.Params, ev.Msg.Result, ev.Params} {
+		if b != nil {
+			k.kept = append(k.kept, b)
+			k.was = append(k.was, string(b))
+		}
+	}
+	return Verdict{}
+}
+
+func TestPolicyKeepsWhatItIsShown(t *testing.T) {
+	k := &keeper{}
+	c, p := rawSession(t, Config{Policies: []Policy{k}})
+	for i := 1; i <= 20; i++ {
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"m%d","params":{"n":%d}}`, i, i*7919, i))
+		c.expect(fmt.Sprintf(`"id":%d`, i))
+	}
+	p.toProxy.Close()
+	c.expectEOF()
+	p.wait(t)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for i, b := range k.kept {
+		if string(b) != k.was[i] {
+			t.Fatalf("a message a policy kept changed after it was shown: %q, was %q", b, k.was[i])
+		}
+	}
+	if len(k.kept) < 80 {
+		t.Errorf("the policy saw %d slices, want at least 80", len(k.kept))
 	}
 }

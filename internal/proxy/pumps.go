@@ -15,7 +15,7 @@ import (
 func (r *run) pumpClient(in io.Reader) {
 	rd := jsonrpc.NewReader(in, r.cfg.MaxLine)
 	for ; ; r.flushUnless(rd, ClientToServer) {
-		line, err := rd.ReadLine()
+		line, err := rd.Next()
 		if err != nil {
 			var tl *jsonrpc.LineTooLongError
 			if errors.As(err, &tl) {
@@ -42,6 +42,7 @@ func (r *run) pumpClient(in io.Reader) {
 			r.refuseClient(Refusal{ID: pe.ID, Reason: pe.Reason, Size: len(line)}, pe.Code)
 			continue
 		}
+		r.borrowed(m)
 		r.fromClient(m)
 	}
 }
@@ -122,7 +123,7 @@ func (r *run) initializing() bool {
 func (r *run) pumpServer() {
 	rd := jsonrpc.NewReader(r.srv.Stdout(), r.cfg.MaxLine)
 	for ; ; r.flushUnless(rd, ServerToClient) {
-		line, err := rd.ReadLine()
+		line, err := rd.Next()
 		if err != nil {
 			var tl *jsonrpc.LineTooLongError
 			if errors.As(err, &tl) {
@@ -140,6 +141,18 @@ func (r *run) pumpServer() {
 			continue
 		}
 		r.serverLine(line)
+	}
+}
+
+// borrowed is called with each message a pump parsed out of its Reader's
+// buffer, which the next read reuses. With policies, which may keep what
+// they are shown (an Async verdict, a hold, a record written later), the
+// message is copied out here, once; with none, it is forwarded from the
+// buffer, and only what the proxy itself keeps is copied (Own before a
+// delivery is queued, or an answer is handed to Session.Call).
+func (r *run) borrowed(m *jsonrpc.Message) {
+	if r.copyAll {
+		m.Own()
 	}
 }
 
@@ -168,6 +181,7 @@ func (r *run) serverLine(line []byte) {
 		r.refused(Refusal{Dir: ServerToClient, ID: pe.ID, Reason: pe.Reason, Size: len(line)})
 		return
 	}
+	r.borrowed(m)
 	ev := &Event{Dir: ServerToClient, Msg: m}
 	switch m.Kind {
 	case jsonrpc.KindResponse:
@@ -176,6 +190,9 @@ func (r *run) serverLine(line []byte) {
 		if ch, ok := r.own[key]; ok {
 			delete(r.own, key)
 			r.mu.Unlock()
+			if !r.copyAll {
+				m.Own() // the caller keeps it, and the pump reads on
+			}
 			ch <- m
 			return
 		}

@@ -131,6 +131,7 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 		own:        map[string]chan *jsonrpc.Message{},
 		serverGone: make(chan struct{}),
 	}
+	r.copyAll = len(cfg.Policies) > 0
 	for _, p := range cfg.Policies {
 		if o, ok := p.(Observer); ok {
 			r.observers = append(r.observers, o)
@@ -307,6 +308,9 @@ type run struct {
 	ctx       context.Context
 	log       *lineWriter
 	observers []Observer
+	// copyAll: policies may keep the messages they are shown, so each is
+	// copied out of its pump's read buffer (see borrowed).
+	copyAll bool
 
 	refusalObservers []RefusalObserver
 
