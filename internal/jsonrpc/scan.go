@@ -197,7 +197,9 @@ const (
 func flags(x uint64) uint64 {
 	q := x ^ (lsb * '"')
 	e := x ^ (lsb * '\\')
-	return (x-lsb*0x20)&^x | (q-lsb)&^q | (e-lsb)&^e | x
+	// (x-lsb*0x20)&^x | x, the test for below 0x20 or at or above 0x80,
+	// is (x-lsb*0x20) | x: one operation less on every eight bytes.
+	return (x - lsb*0x20) | x | (q-lsb)&^q | (e-lsb)&^e
 }
 
 // str reads a string starting at s.i and returns whether it had escapes.
