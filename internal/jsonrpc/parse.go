@@ -115,6 +115,7 @@ func nearMiss(name []byte, exact []string) (string, bool) {
 
 func (s *scanner) parse(line []byte) (*Message, error) {
 	s.b, s.i = line, 0
+	s.quote, s.slash = -1, -1
 	s.names, s.folds = s.names[:0], s.folds[:0]
 	if c := s.peek(); c != '{' {
 		if !valueStart(c) {

@@ -22,7 +22,8 @@ import (
 // against, so anything a strict parser would refuse is refused here.
 //
 // It exists because the proxy parses every byte that passes through it:
-// strings, which carry nearly all of a large message's bytes, are scanned
+// strings, which carry nearly all of a large message's bytes, are searched
+// for their end with vector instructions (bytes.IndexByte) and checked
 // eight bytes at a time while they hold nothing that needs a closer look.
 type scanner struct {
 	b     []byte
@@ -31,6 +32,9 @@ type scanner struct {
 	folds []map[string][]byte // folded name -> name, for objects past smallObject
 	stack []byte              // open '{' and '[' inside value
 	used  int                 // name sets touched since release
+	// quote and slash are where the next '"' and '\\' were found in b
+	// (len(b): none), valid while i has not passed them; see plain.
+	quote, slash int
 }
 
 // maxDepth bounds nesting, as jsontext does (10000): the stack is a slice,
@@ -190,16 +194,54 @@ const (
 	msb = 0x8080808080808080
 )
 
-// flags sets the top bit of each byte of x that needs a closer look in a
-// string: below 0x20, '"', '\\', or at or above 0x80. The borrow tricks can
-// also flag a byte above a real hit, never miss one, and never flag a byte
-// below the first real hit.
-func flags(x uint64) uint64 {
-	q := x ^ (lsb * '"')
-	e := x ^ (lsb * '\\')
-	// (x-lsb*0x20)&^x | x, the test for below 0x20 or at or above 0x80,
-	// is (x-lsb*0x20) | x: one operation less on every eight bytes.
-	return (x - lsb*0x20) | x | (q-lsb)&^q | (e-lsb)&^e
+// plain returns the first index from i on of a byte that a string needs a
+// closer look at ('"', '\\', below 0x20, at or above 0x80), or len(s.b).
+// The next '"' and '\\' are found with bytes.IndexByte (vector
+// instructions) and remembered, so that no byte is searched for either
+// twice in one line however often a string stops; the bytes before the
+// nearer of the two are checked for the rest eight at a time.
+func (s *scanner) plain(i int) int {
+	b := s.b
+	if s.quote < i {
+		s.quote = nextByte(b, i, '"')
+	}
+	if s.slash < i {
+		s.slash = nextByte(b, i, '\\')
+	}
+	end := min(s.quote, s.slash)
+	// (x-lsb*0x20)|x flags a byte below 0x20 or at or above 0x80; a borrow
+	// can flag bytes above a real hit only, so the lowest flag is real.
+	const c = lsb * 0x20
+	for i+32 <= end {
+		w := b[i : i+32]
+		x0, x1 := binary.LittleEndian.Uint64(w), binary.LittleEndian.Uint64(w[8:])
+		x2, x3 := binary.LittleEndian.Uint64(w[16:]), binary.LittleEndian.Uint64(w[24:])
+		if ((x0-c)|x0|(x1-c)|x1|(x2-c)|x2|(x3-c)|x3)&msb != 0 {
+			break
+		}
+		i += 32
+	}
+	for i+8 <= end {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if f := ((x - c) | x) & msb; f != 0 {
+			return i + bits.TrailingZeros64(f)>>3
+		}
+		i += 8
+	}
+	for ; i < end; i++ {
+		if b[i] < 0x20 || b[i] >= utf8.RuneSelf {
+			return i
+		}
+	}
+	return end
+}
+
+// nextByte is the index of the first c in b from i on, or len(b).
+func nextByte(b []byte, i int, c byte) int {
+	if j := bytes.IndexByte(b[i:], c); j >= 0 {
+		return i + j
+	}
+	return len(b)
 }
 
 // str reads a string starting at s.i and returns whether it had escapes.
@@ -207,23 +249,7 @@ func (s *scanner) str() (escaped bool, err error) {
 	b := s.b
 	i := s.i + 1
 	for {
-		for i+32 <= len(b) {
-			w := b[i : i+32]
-			if (flags(binary.LittleEndian.Uint64(w))|flags(binary.LittleEndian.Uint64(w[8:]))|
-				flags(binary.LittleEndian.Uint64(w[16:]))|flags(binary.LittleEndian.Uint64(w[24:])))&msb != 0 {
-				break
-			}
-			i += 32
-		}
-		for i+8 <= len(b) {
-			if f := flags(binary.LittleEndian.Uint64(b[i:])) & msb; f != 0 {
-				// The lowest flagged byte is a real hit: borrows only
-				// run upward.
-				i += bits.TrailingZeros64(f) >> 3
-				break
-			}
-			i += 8
-		}
+		i = s.plain(i)
 		if i >= len(b) {
 			s.i = i
 			return false, s.fail("unterminated string")
