@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,14 @@ func TestTranscriptIdentical(t *testing.T) {
 			t.Logf("%d bytes sent, %d received", len(s1), len(r1))
 		})
 	}
+}
+
+// sortedLines is a transcript's lines in sorted order: the same messages
+// in another order give the same string.
+func sortedLines(s string) string {
+	l := strings.Split(s, "\n")
+	slices.Sort(l)
+	return strings.Join(l, "\n")
 }
 
 func firstDiff(a, b string) string {
