@@ -570,7 +570,11 @@ func configs(spec Spec) (*container.Config, *container.HostConfig, error) {
 	}
 	if spec.Network != "" {
 		hc.NetworkMode = container.NetworkMode(spec.Network)
-		hc.DNS = spec.DNS
+		// A namespace joined (a spare's holder) has its resolver already,
+		// and the engine refuses DNS settings with it.
+		if !hc.NetworkMode.IsContainer() {
+			hc.DNS = spec.DNS
+		}
 	}
 	return cfg, hc, nil
 }

@@ -77,13 +77,28 @@ type Gateway struct {
 	id      string
 	addr    netip.Addr
 	hijack  interface{ Close() error }
+	stdin   io.Writer // a claimed spare's: the claim is written here
+	// holder is a claimed spare's holder container, whose network
+	// namespace the cage joins; holdConn its attachment (its stdin).
+	holder   string
+	holdConn interface{ Close() error }
+	// spareCancel and spareDone are the background making of the next
+	// spare (prepareNext).
+	spareCancel context.CancelFunc
+	spareDone   chan struct{}
 	events  chan struct{} // closed when the event stream has ended
 	stopped sync.Once
 	stopErr error
 }
 
-// Network is the cage's network (Spec.Network).
-func (g *Gateway) Network() string { return g.netName }
+// Network is the cage's network (Spec.Network): for a claimed spare, the
+// holder's network namespace.
+func (g *Gateway) Network() string {
+	if g.holder != "" {
+		return "container:" + g.holder
+	}
+	return g.netName
+}
 
 // Addr is the gateway's address on the cage's network: the cage's DNS server.
 func (g *Gateway) Addr() netip.Addr { return g.addr }
@@ -214,7 +229,48 @@ func StartGateway(ctx context.Context, cli *client.Client, spec EgressSpec) (*Ga
 	labels[LabelName] = spec.Name
 	base := "mcpcage-" + strings.ToLower(spec.Name) + "-" + randomHex(3)
 	g := &Gateway{cli: cli, netName: base + "-net", events: make(chan struct{})}
-	created, err := cli.NetworkCreate(ctx, g.netName, network.CreateOptions{
+	fail := func(err error) (*Gateway, error) {
+		close(g.events)
+		_ = g.remove(ctx)
+		return nil, err
+	}
+	var subnet string
+	g.netID, subnet, err = createCageNetwork(ctx, cli, g.netName, labels)
+	if err != nil {
+		return fail(err)
+	}
+	img := <-imgc
+	if img.err != nil {
+		return fail(img.err)
+	}
+	cfg, hc := gatewayConfig(img.id, upstream, labels, append([]string{"--subnet", subnet}, spec.Policy.Args()...))
+	c, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, base+"-egress")
+	if err != nil {
+		return fail(fmt.Errorf("cannot create the egress gateway: %s", oneLine(err)))
+	}
+	g.id = c.ID
+	if err := cli.NetworkConnect(ctx, g.netID, g.id, nil); err != nil {
+		return fail(fmt.Errorf("cannot connect the egress gateway to the cage's network: %s", oneLine(err)))
+	}
+	out, err := g.attach(ctx, spec.Log, false)
+	if err != nil {
+		return fail(err)
+	}
+	if err := cli.ContainerStart(ctx, g.id, container.StartOptions{}); err != nil {
+		g.hijack.Close()
+		return fail(fmt.Errorf("cannot start the egress gateway: %s", oneLine(err)))
+	}
+	if err := g.awaitReady(ctx, out, spec.Events); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// createCageNetwork makes a cage's network: internal, and with no address
+// on the host's end of its bridge. It returns its ID and subnet; on error
+// nothing is left.
+func createCageNetwork(ctx context.Context, cli *client.Client, name string, labels map[string]string) (string, string, error) {
+	created, err := cli.NetworkCreate(ctx, name, network.CreateOptions{
 		Driver:   "bridge",
 		Internal: true,
 		Labels:   labels,
@@ -223,27 +279,23 @@ func StartGateway(ctx context.Context, cli *client.Client, spec EgressSpec) (*Ga
 		Options: map[string]string{"com.docker.network.bridge.inhibit_ipv4": "true"},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cannot create the cage's network: %s", oneLine(err))
+		return "", "", fmt.Errorf("cannot create the cage's network: %s", oneLine(err))
 	}
-	g.netID = created.ID
-	fail := func(err error) (*Gateway, error) {
-		close(g.events)
-		_ = g.remove(ctx)
-		return nil, err
-	}
-	ni, err := cli.NetworkInspect(ctx, g.netID, network.InspectOptions{})
+	ni, err := cli.NetworkInspect(ctx, created.ID, network.InspectOptions{})
 	if err != nil || len(ni.IPAM.Config) == 0 {
-		return fail(fmt.Errorf("cannot read the cage network's subnet: %v", err))
+		_ = cli.NetworkRemove(context.WithoutCancel(ctx), created.ID)
+		return "", "", fmt.Errorf("cannot read the cage network's subnet: %v", err)
 	}
-	subnet := ni.IPAM.Config[0].Subnet
-	img := <-imgc
-	if img.err != nil {
-		return fail(img.err)
-	}
+	return created.ID, ni.IPAM.Config[0].Subnet, nil
+}
+
+// gatewayConfig is the gateway container: hardened like a cage, on the
+// upstream network (the cage's is connected before its start).
+func gatewayConfig(img, upstream string, labels map[string]string, cmd []string) (*container.Config, *container.HostConfig) {
 	pids := int64(64)
 	cfg := &container.Config{
-		Image: img.id,
-		Cmd:   append([]string{"--subnet", subnet}, spec.Policy.Args()...),
+		Image: img,
+		Cmd:   cmd,
 		// The gateway verifies the hosts it speaks TLS to itself with
 		// these (Go reads every file of SSL_CERT_DIR).
 		Env:          []string{"SSL_CERT_DIR=/etc/mcpcage/ca"},
@@ -266,19 +318,18 @@ func StartGateway(ctx context.Context, cli *client.Client, spec EgressSpec) (*Ga
 			Ulimits: []*container.Ulimit{{Name: "core", Soft: 0, Hard: 0}},
 		},
 	}
-	c, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, base+"-egress")
+	return cfg, hc
+}
+
+// attach attaches to the gateway's output (and its stdin when claiming a
+// spare), passing its errors to log; it returns the events' stream.
+func (g *Gateway) attach(ctx context.Context, log io.Writer, stdin bool) (io.Reader, error) {
+	hj, err := g.cli.ContainerAttach(ctx, g.id, container.AttachOptions{Stream: true, Stdin: stdin, Stdout: true, Stderr: true})
 	if err != nil {
-		return fail(fmt.Errorf("cannot create the egress gateway: %s", oneLine(err)))
-	}
-	g.id = c.ID
-	if err := cli.NetworkConnect(ctx, g.netID, g.id, nil); err != nil {
-		return fail(fmt.Errorf("cannot connect the egress gateway to the cage's network: %s", oneLine(err)))
-	}
-	hj, err := cli.ContainerAttach(ctx, g.id, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
-	if err != nil {
-		return fail(fmt.Errorf("cannot attach to the egress gateway: %s", oneLine(err)))
+		return nil, fmt.Errorf("cannot attach to the egress gateway: %s", oneLine(err))
 	}
 	g.hijack = hj.Conn
+	g.stdin = hj.Conn
 	outR, outW := io.Pipe()
 	errR, errW := io.Pipe()
 	go func() {
@@ -292,32 +343,39 @@ func StartGateway(ctx context.Context, cli *client.Client, spec EgressSpec) (*Ga
 	go func() {
 		sc := bufio.NewScanner(errR)
 		for sc.Scan() {
-			if spec.Log != nil {
-				fmt.Fprintf(spec.Log, "mcpcage: egress gateway: %s\n", printable(sc.Text(), 300))
+			if log != nil {
+				fmt.Fprintf(log, "mcpcage: egress gateway: %s\n", printable(sc.Text(), 300))
 			}
 		}
 	}()
-	if err := cli.ContainerStart(ctx, g.id, container.StartOptions{}); err != nil {
-		hj.Close()
-		return fail(fmt.Errorf("cannot start the egress gateway: %s", oneLine(err)))
-	}
+	return outR, nil
+}
+
+// awaitReady reads the gateway's ready line and its address, then passes
+// its events on; on error the gateway is stopped and removed.
+func (g *Gateway) awaitReady(ctx context.Context, out io.Reader, events func(egress.Event)) error {
 	ready := make(chan string, 1)
-	go g.readEvents(outR, ready, spec.Events)
+	go g.readEvents(out, ready, events)
+	var err error
 	select {
-	case a := <-ready:
+	case a, ok := <-ready:
+		if !ok {
+			_ = g.Stop(ctx)
+			return errors.New("the egress gateway ended before it listened")
+		}
 		g.addr, err = netip.ParseAddr(a)
 		if err != nil {
 			_ = g.Stop(ctx)
-			return nil, fmt.Errorf("the egress gateway said it listens at %q", a)
+			return fmt.Errorf("the egress gateway said it listens at %q", a)
 		}
 	case <-time.After(15 * time.Second):
 		_ = g.Stop(ctx)
-		return nil, errors.New("the egress gateway did not start within 15s")
+		return errors.New("the egress gateway did not start within 15s")
 	case <-ctx.Done():
 		_ = g.Stop(ctx)
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
-	return g, nil
+	return nil
 }
 
 // readEvents reads the gateway's output: the ready line, then one event per
@@ -356,6 +414,10 @@ func (g *Gateway) Stop(ctx context.Context) error {
 	g.stopped.Do(func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 		defer cancel()
+		if g.spareCancel != nil {
+			g.spareCancel()
+			<-g.spareDone
+		}
 		timeout := 3
 		_ = g.cli.ContainerStop(rctx, g.id, container.StopOptions{Signal: "SIGTERM", Timeout: &timeout})
 		select {
@@ -364,6 +426,9 @@ func (g *Gateway) Stop(ctx context.Context) error {
 		}
 		if g.hijack != nil {
 			g.hijack.Close()
+		}
+		if g.holdConn != nil {
+			g.holdConn.Close()
 		}
 		g.stopErr = g.remove(rctx)
 	})
@@ -375,8 +440,13 @@ func (g *Gateway) remove(ctx context.Context) error {
 	defer cancel()
 	var firstErr error
 	if g.id != "" {
-		if err := g.cli.ContainerRemove(rctx, g.id, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		if err := removeContainer(rctx, g.cli, g.id); err != nil {
 			firstErr = fmt.Errorf("cannot remove the egress gateway: %s", oneLine(err))
+		}
+	}
+	if g.holder != "" {
+		if err := removeContainer(rctx, g.cli, g.holder); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("cannot remove the cage network's holder: %s", oneLine(err))
 		}
 	}
 	if g.netID != "" {
@@ -385,6 +455,29 @@ func (g *Gateway) remove(ctx context.Context) error {
 		}
 	}
 	return firstErr
+}
+
+// removeContainer removes a container, or waits for the engine's own
+// removal of it (a spare's containers are AutoRemove: the engine removes
+// them as they exit).
+func removeContainer(ctx context.Context, cli *client.Client, id string) error {
+	err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
+	if err == nil || cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if !cerrdefs.IsConflict(err) {
+		return err
+	}
+	statusCh, errCh := cli.ContainerWait(ctx, id, container.WaitConditionRemoved)
+	select {
+	case <-statusCh:
+		return nil
+	case werr := <-errCh:
+		if cerrdefs.IsNotFound(werr) {
+			return nil
+		}
+		return err
+	}
 }
 
 // gatewayRoots are the CA files the gateway verifies hosts with when it
@@ -424,6 +517,9 @@ func reapNetworks(ctx context.Context, cli *client.Client) ([]string, error) {
 	var firstErr error
 	for _, n := range nets {
 		if ownerFromLabels(n.Labels).State() != OwnerGone {
+			continue
+		}
+		if n.Labels[LabelSpare] != "" && spareNetworkInUse(ctx, cli, n.ID) {
 			continue
 		}
 		if err := cli.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {

@@ -11,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 
@@ -75,6 +74,15 @@ func cagedBehindGateway(t *testing.T, cli *client.Client, _ string, in *cagetest
 	if err != nil {
 		t.Fatal(err)
 	}
+	return probeBehind(t, cli, in, gw, session), gw, ev, session
+}
+
+// probeBehind starts the probe behind gw (Gateway.Network: its network, or
+// a claimed spare's holder), as cagedBehindGateway does.
+func probeBehind(t *testing.T, cli *client.Client, in *cagetest.Internet, gw *Gateway, session string) *probeSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	t.Cleanup(func() { gw.Stop(context.Background()) })
 	// Built again (a no-op when unchanged): tests of other checkouts on
 	// the same engine retag the probe image and drop the old one.
@@ -86,23 +94,33 @@ func cagedBehindGateway(t *testing.T, cli *client.Client, _ string, in *cagetest
 	if err := os.WriteFile(ca, in.CA, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := startProbe(t, cli, Spec{
+	return startProbe(t, cli, Spec{
 		Name: "egress-probe", Image: img, Session: session,
 		Network: gw.Network(), DNS: []string{gw.Addr().String()},
 		Env:    append(gw.Env(), "SSL_CERT_FILE=/etc/mcpcage/ca/test.pem"),
 		Mounts: []Mount{{Source: ca, Target: "/etc/mcpcage/ca/test.pem"}},
 	}, nil)
-	return p, gw, ev, session
 }
+
+// byNamePolicy is TestEgressByName's policy.
+var byNamePolicy = []string{"api.allowed.test", "api.allowed.test:7000", "*.wild.test"}
 
 func TestEgressByName(t *testing.T) {
 	cli, img := dockerAndProbe(t)
 	in := testInternet(t, cli)
-	pol, err := egress.ParsePolicy([]string{"api.allowed.test", "api.allowed.test:7000", "*.wild.test"}, true)
+	pol, err := egress.ParsePolicy(byNamePolicy, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, gw, ev, session := cagedBehindGateway(t, cli, img, in, pol)
+	p, gw, ev, _ := cagedBehindGateway(t, cli, img, in, pol)
+	checkByName(t, cli, in, p, gw, ev)
+}
+
+// checkByName: behind gw, the probe reaches what pol allows and nothing
+// else, each attempt is an event, and stopping leaves nothing of the
+// gateway, its network or the cage.
+func checkByName(t *testing.T, cli *client.Client, in *cagetest.Internet, p *probeSession, gw *Gateway, ev *eventLog) {
+	t.Helper()
 	gwAddr := gw.Addr().String()
 
 	// What the server needs works, with and without HTTPS_PROXY, over
@@ -190,10 +208,13 @@ func TestEgressByName(t *testing.T) {
 	}
 	// Nothing of the session is left.
 	ctx := context.Background()
-	cs, _ := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelSession+"="+session))})
-	ns, _ := cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelSession+"="+session))})
-	if len(cs) != 0 || len(ns) != 0 {
-		t.Errorf("left behind: %d containers, %d networks", len(cs), len(ns))
+	for _, id := range []string{p.cage.ID(), gw.id, gw.holder} {
+		if _, err := cli.ContainerInspect(ctx, id); id != "" && !cerrdefs.IsNotFound(err) {
+			t.Errorf("left behind: container %s (%v)", id, err)
+		}
+	}
+	if _, err := cli.NetworkInspect(ctx, gw.netID, network.InspectOptions{}); !cerrdefs.IsNotFound(err) {
+		t.Errorf("left behind: network %s (%v)", gw.netName, err)
 	}
 }
 

@@ -24,6 +24,7 @@ type Info struct {
 	Session   string    `json:"session"`
 	OwnerPID  int       `json:"owner_pid"`
 	Owner     string    `json:"owner"` // alive, gone (an orphan) or unknown (another machine)
+	spare     bool      // an egress spare's: reapSpares's to judge
 }
 
 // List returns every cage container the engine has, newest first.
@@ -63,6 +64,7 @@ func list(ctx context.Context, cli *client.Client, label string) ([]Info, error)
 			Session:   c.Labels[LabelSession],
 			OwnerPID:  o.PID,
 			Owner:     o.State().String(),
+			spare:     c.Labels[LabelSpare] != "",
 		})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Created.After(out[j].Created) })
@@ -81,7 +83,7 @@ func Reap(ctx context.Context, cli *client.Client) ([]string, error) {
 	var removed []string
 	var firstErr error
 	for _, c := range cs {
-		if c.Owner != OwnerGone.String() {
+		if c.Owner != OwnerGone.String() || c.spare {
 			continue
 		}
 		err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
@@ -92,6 +94,11 @@ func Reap(ctx context.Context, cli *client.Client) ([]string, error) {
 			continue
 		}
 		removed = append(removed, c.Container)
+	}
+	spares, err := reapSpares(ctx, cli)
+	removed = append(removed, spares...)
+	if err != nil && firstErr == nil {
+		firstErr = err
 	}
 	// An egress network goes once its gateway and cage have.
 	nets, err := reapNetworks(ctx, cli)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
@@ -49,6 +50,10 @@ type Plan struct {
 	Egress        *egress.Policy
 	EgressNetwork string
 	EgressEvents  func(egress.Event)
+	// Spare is the state directory whose egress spare the session claims
+	// when it has one (ClaimSpare) and makes ahead for the next session
+	// once its cage runs (PrepareSpare); "": neither.
+	Spare string
 	// Log receives what Up and the cage say on the way (orphans reaped,
 	// warnings, hints, a failed install's output).
 	Log io.Writer
@@ -251,6 +256,9 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 		spec.Env = append(spec.Env, gw.Env()...)
 	}
 	cg, err := Start(ctx, cli, spec)
+	if err == nil && gw != nil && p.Spare != "" {
+		gw.prepareNext(SpareSpec{Home: p.Spare, Upstream: p.EgressNetwork}, spareDelay, p.Log)
+	}
 	if err != nil {
 		if gw != nil {
 			_ = gw.Stop(ctx)
@@ -288,13 +296,28 @@ type gatewayStart struct {
 	err error
 }
 
-// startEgress starts the session's gateway. It changes nothing but the
-// engine's state: it runs beside the rest of Up.
+// spareDelay is how long after its cage's start a session begins the next
+// session's spare: the server's own start comes first.
+const spareDelay = 3 * time.Second
+
+// startEgress starts the session's gateway, or claims the spare made for
+// it. It changes nothing but the engine's state: it runs beside the rest
+// of Up.
 func startEgress(ctx context.Context, cli *client.Client, p Plan, session string) (*Gateway, error) {
-	return StartGateway(ctx, cli, EgressSpec{
+	spec := EgressSpec{
 		Policy: *p.Egress, Upstream: p.EgressNetwork, Name: p.Name, Session: session,
 		Events: p.EgressEvents, Log: p.Log,
-	})
+	}
+	if p.Spare != "" {
+		gw, err := ClaimSpare(ctx, cli, SpareSpec{Home: p.Spare, Upstream: p.EgressNetwork}, spec)
+		if gw != nil {
+			return gw, nil
+		}
+		if err != nil && p.Log != nil {
+			untrusted.Fprintf(p.Log, "mcpcage: note: the egress gateway made ahead could not be used (%v); starting one\n", err)
+		}
+	}
+	return StartGateway(ctx, cli, spec)
 }
 
 // ParseSize reads a size as `docker run --memory` does: 512m, 1g, 64k.

@@ -375,7 +375,17 @@ func closeWrite(c net.Conn) {
 // GatewayCommand is mcpcage's hidden subcommand that runs a Gateway.
 const GatewayCommand = "egress-gateway"
 
+// HoldCommand is mcpcage's hidden subcommand that holds a spare cage's
+// network namespace (internal/cage's spare): it does nothing but wait.
+const HoldCommand = "egress-hold"
+
 // Ready is the gateway's first output line: it listens, at this address.
 type Ready struct {
 	Ready string `json:"ready"`
+}
+
+// Claim is the one line a spare gateway waits for on its stdin: the
+// session's policy (Policy.Args), given when a session claims the spare.
+type Claim struct {
+	Args []string `json:"args"`
 }
