@@ -86,9 +86,9 @@ type Gateway struct {
 	// spare (prepareNext).
 	spareCancel context.CancelFunc
 	spareDone   chan struct{}
-	events  chan struct{} // closed when the event stream has ended
-	stopped sync.Once
-	stopErr error
+	events      chan struct{} // closed when the event stream has ended
+	stopped     sync.Once
+	stopErr     error
 }
 
 // Network is the cage's network (Spec.Network): for a claimed spare, the

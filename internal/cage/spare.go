@@ -518,4 +518,3 @@ func (g *Gateway) prepareNext(s SpareSpec, delay time.Duration, log io.Writer) {
 		}
 	}()
 }
-

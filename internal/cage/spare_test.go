@@ -207,4 +207,3 @@ func gone(cli *client.Client, id string) bool {
 	_, err := cli.ContainerInspect(context.Background(), id)
 	return cerrdefs.IsNotFound(err)
 }
-
