@@ -49,7 +49,9 @@ func egressSetup(t *testing.T, cli *client.Client) (*cagetest.Internet, []string
 	if err := os.WriteFile(ca, bundle, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return in, []string{cage.EnvGatewayBinary + "=" + gatewayPath, "NODE_EXTRA_CA_CERTS=" + ca, "SSL_CERT_FILE=" + ca, EnvEgressNetwork + "=" + in.Network}
+	// No spares unless a test is about them: a session's spare outlives
+	// it, and these tests count what a session leaves.
+	return in, []string{cage.EnvGatewayBinary + "=" + gatewayPath, "NODE_EXTRA_CA_CERTS=" + ca, "SSL_CERT_FILE=" + ca, EnvEgressNetwork + "=" + in.Network, EnvEgressSpare + "=off"}
 }
 
 const openAPISpec = `{"openapi":"3.0.0","info":{"title":"Status","version":"1.0.0"},

@@ -279,7 +279,7 @@ func PrepareSpare(ctx context.Context, cli *client.Client, s SpareSpec) error {
 	}
 	err = st.remove(ctx, cli)
 	if err == nil {
-		err = removeSpareNetworks(ctx, cli, s.Home)
+		err = removeSpareNetworks(ctx, cli, s.Home, time.Minute)
 	}
 	unlock()
 	if err != nil {
@@ -424,13 +424,13 @@ func (st spareState) remove(ctx context.Context, cli *client.Client) error {
 // removeSpareNetworks removes the home's spare networks that no container
 // uses and that are older than a minute (one younger may be being made):
 // what an expired spare leaves, its containers gone.
-func removeSpareNetworks(ctx context.Context, cli *client.Client, home string) error {
+func removeSpareNetworks(ctx context.Context, cli *client.Client, home string, minAge time.Duration) error {
 	nets, err := cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelSpareHome+"="+homeHash(home)))})
 	if err != nil {
 		return fmt.Errorf("cannot list networks: %s", oneLine(err))
 	}
 	for _, n := range nets {
-		if time.Since(n.Created) < time.Minute || spareNetworkInUse(ctx, cli, n.ID) {
+		if time.Since(n.Created) < minAge || spareNetworkInUse(ctx, cli, n.ID) {
 			continue
 		}
 		if err := cli.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
@@ -517,4 +517,35 @@ func (g *Gateway) prepareNext(s SpareSpec, delay time.Duration, log io.Writer) {
 			fmt.Fprintf(log, "mcpcage: note: the next session's egress gateway could not be made ahead (%s); it will start its own\n", printable(err.Error(), 300))
 		}
 	}()
+}
+
+// SpareOf returns the IDs of the home's unclaimed spare gateway and holder
+// ("" for one that is not there).
+func SpareOf(ctx context.Context, cli *client.Client, home string) (gateway, holder string, err error) {
+	st, err := inspectSpare(ctx, cli, home)
+	if st.gw != nil {
+		gateway = st.gw.ID
+	}
+	if st.hold != nil {
+		holder = st.hold.ID
+	}
+	return gateway, holder, err
+}
+
+// RemoveSpare removes the home's unclaimed spare and every spare network
+// of the home that no container uses.
+func RemoveSpare(ctx context.Context, cli *client.Client, home string) error {
+	unlock, err := lockSpare(home)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, err := inspectSpare(ctx, cli, home)
+	if err == nil {
+		err = st.remove(ctx, cli)
+	}
+	if err != nil {
+		return err
+	}
+	return removeSpareNetworks(ctx, cli, home, 0)
 }

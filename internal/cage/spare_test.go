@@ -8,7 +8,6 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 
@@ -31,18 +30,8 @@ func prepared(t *testing.T, cli *client.Client, upstream string) SpareSpec {
 }
 
 func removeSpareOf(t *testing.T, cli *client.Client, home string) {
-	st, err := inspectSpare(context.Background(), cli, home)
-	if err == nil {
-		err = st.remove(context.Background(), cli)
-	}
-	if err != nil {
+	if err := RemoveSpare(context.Background(), cli, home); err != nil {
 		t.Errorf("removing the test's spare: %v", err)
-	}
-	nets, _ := cli.NetworkList(context.Background(), network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelSpareHome+"="+homeHash(home)))})
-	for _, n := range nets {
-		if err := cli.NetworkRemove(context.Background(), n.ID); err != nil && !cerrdefs.IsNotFound(err) {
-			t.Errorf("removing the test's spare network: %v", err)
-		}
 	}
 }
 
