@@ -515,11 +515,17 @@ func reapNetworks(ctx context.Context, cli *client.Client) ([]string, error) {
 	}
 	var removed []string
 	var firstErr error
+	me, _ := os.Hostname()
 	for _, n := range nets {
-		if ownerFromLabels(n.Labels).State() != OwnerGone {
-			continue
-		}
-		if n.Labels[LabelSpare] != "" && spareNetworkInUse(ctx, cli, n.ID) {
+		o := ownerFromLabels(n.Labels)
+		if n.Labels[LabelSpare] != "" {
+			// A spare's network outlives its maker, and serves nobody
+			// once no container is on it: one a minute old (its spare
+			// made) with none goes, whoever made it on this machine.
+			if o.Host != me || o.State() != OwnerGone && time.Since(n.Created) < time.Minute || spareNetworkInUse(ctx, cli, n.ID) {
+				continue
+			}
+		} else if o.State() != OwnerGone {
 			continue
 		}
 		if err := cli.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {

@@ -451,10 +451,12 @@ func reapSpares(ctx context.Context, cli *client.Client) ([]string, error) {
 		return nil, fmt.Errorf("cannot list containers: %s", oneLine(err))
 	}
 	me, _ := os.Hostname()
-	running := map[string]bool{} // home hash and role of each running unclaimed spare container
+	// The network and role of each running spare container, claimed or
+	// not (a claim renames one, then the other).
+	running := map[string]bool{}
 	for _, c := range cs {
-		if len(c.Names) > 0 && strings.HasPrefix(c.Names[0], "/mcpcage-spare-") && c.State == "running" {
-			running[c.Labels[LabelSpareHome]+" "+c.Labels[LabelSpareRole]] = true
+		if c.State == "running" {
+			running[c.Labels[LabelSpareNet]+" "+c.Labels[LabelSpareRole]] = true
 		}
 	}
 	var removed []string
@@ -477,7 +479,7 @@ func reapSpares(ctx context.Context, cli *client.Client) ([]string, error) {
 		}
 		stale := c.State != "running" && (gone || age > time.Minute) ||
 			unclaimed && age > SpareAge+time.Minute ||
-			unclaimed && gone && !running[c.Labels[LabelSpareHome]+" "+other]
+			unclaimed && gone && !running[c.Labels[LabelSpareNet]+" "+other]
 		if !stale {
 			continue
 		}
