@@ -14,7 +14,6 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
@@ -132,7 +131,7 @@ func spareKey(s SpareSpec, bin string) (string, error) {
 
 // spareState is what the engine has under a home's spare names.
 type spareState struct {
-	gw, hold *types.ContainerJSON // nil: none
+	gw, hold *container.InspectResponse // nil: none
 }
 
 func inspectSpare(ctx context.Context, cli *client.Client, home string) (spareState, error) {
@@ -140,7 +139,7 @@ func inspectSpare(ctx context.Context, cli *client.Client, home string) (spareSt
 	var st spareState
 	for _, x := range []struct {
 		name string
-		dst  **types.ContainerJSON
+		dst  **container.InspectResponse
 	}{{gwName, &st.gw}, {holdName, &st.hold}} {
 		info, err := cli.ContainerInspect(ctx, x.name)
 		if cerrdefs.IsNotFound(err) {
@@ -160,7 +159,7 @@ func (st spareState) claimable(key string, maxAge time.Duration) bool {
 	if st.gw == nil || st.hold == nil {
 		return false
 	}
-	for _, c := range []*types.ContainerJSON{st.gw, st.hold} {
+	for _, c := range []*container.InspectResponse{st.gw, st.hold} {
 		if c.Config == nil || c.Config.Labels[LabelSpare] != key || c.State == nil || !c.State.Running {
 			return false
 		}
@@ -391,7 +390,7 @@ func spareStdin(cfg *container.Config, hc *container.HostConfig) {
 
 // beingMade says whether the spare is incomplete and its maker still runs.
 func (st spareState) beingMade() bool {
-	for _, c := range []*types.ContainerJSON{st.gw, st.hold} {
+	for _, c := range []*container.InspectResponse{st.gw, st.hold} {
 		if c != nil && c.Config != nil && ownerFromLabels(c.Config.Labels).State() == OwnerAlive {
 			return st.gw == nil || st.hold == nil || !st.gw.State.Running || !st.hold.State.Running
 		}
@@ -402,7 +401,7 @@ func (st spareState) beingMade() bool {
 // remove removes what is under the spare's names, and its network.
 func (st spareState) remove(ctx context.Context, cli *client.Client) error {
 	var nets []string
-	for _, c := range []*types.ContainerJSON{st.hold, st.gw} {
+	for _, c := range []*container.InspectResponse{st.hold, st.gw} {
 		if c == nil {
 			continue
 		}
