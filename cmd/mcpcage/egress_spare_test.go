@@ -175,9 +175,7 @@ func TestRunAllowHostSpare(t *testing.T) {
 	victim.Process.Kill()
 	victim.Wait()
 	waitFor(t, "the killed session's gateway and holder removed", func() bool { return containerGone(cli, gw) && containerGone(cli, holder) })
-	if c, _ := sessionOwned(t, cli, pid); c != 1 {
-		t.Fatalf("after SIGKILL: %d containers of the killed mcpcage, want its cage", c)
-	}
+	// Its cage is left (another mcpcage on this engine may reap it first).
 	next := exec.Command("mcpcage", "run", "--image", cagetest.ProbeImage)
 	next.Env = testEnv(dir)
 	next.Stdin = strings.NewReader("")

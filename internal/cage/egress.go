@@ -519,6 +519,7 @@ func reapNetworks(ctx context.Context, cli *client.Client) ([]string, error) {
 	for _, n := range nets {
 		o := ownerFromLabels(n.Labels)
 		if n.Labels[LabelSpare] != "" {
+			o = spareMaker(n.Labels)
 			// A spare's network outlives its maker, and serves nobody
 			// once no container is on it: one a minute old (its spare
 			// made) with none goes, whoever made it on this machine.

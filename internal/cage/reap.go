@@ -24,7 +24,6 @@ type Info struct {
 	Session   string    `json:"session"`
 	OwnerPID  int       `json:"owner_pid"`
 	Owner     string    `json:"owner"` // alive, gone (an orphan) or unknown (another machine)
-	spare     bool      // an egress spare's: reapSpares's to judge
 }
 
 // List returns every cage container the engine has, newest first.
@@ -64,7 +63,6 @@ func list(ctx context.Context, cli *client.Client, label string) ([]Info, error)
 			Session:   c.Labels[LabelSession],
 			OwnerPID:  o.PID,
 			Owner:     o.State().String(),
-			spare:     c.Labels[LabelSpare] != "",
 		})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Created.After(out[j].Created) })
@@ -83,7 +81,7 @@ func Reap(ctx context.Context, cli *client.Client) ([]string, error) {
 	var removed []string
 	var firstErr error
 	for _, c := range cs {
-		if c.Owner != OwnerGone.String() || c.spare {
+		if c.Owner != OwnerGone.String() {
 			continue
 		}
 		err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})

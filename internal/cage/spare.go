@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,9 +50,10 @@ import (
 //     stop removes them and the network as for any gateway. What a killed
 //     process leaves (the network, a half-made spare) the next start reaps.
 //
-// A spare's network and containers carry the owner labels of the process
-// that made it; Reap does not apply the owner rule to them (the maker is
-// usually gone by the time its spare is used) but the rules of reapSpares.
+// A spare's network and containers do not carry the owner labels: the
+// maker is usually gone by the time its spare is used, and any mcpcage's
+// Reap (an older build's too) removes what carries the labels of a process
+// that is gone. Who made it is LabelSpareMaker, for reapSpares.
 
 // Labels of a spare's network and containers.
 const (
@@ -59,7 +61,25 @@ const (
 	LabelSpareHome = "io.mcpcage.spare.home" // its MCPCAGE_HOME, hashed
 	LabelSpareNet  = "io.mcpcage.spare.net"  // the cage network's ID (gateway and holder)
 	LabelSpareRole = "io.mcpcage.spare.role" // gateway or holder
+	// LabelSpareMaker is the process that made the spare: its owner
+	// labels' host, boot id, pid and start time, joined by "|".
+	LabelSpareMaker = "io.mcpcage.spare.maker"
 )
+
+func makerLabel() string {
+	o := Self()
+	return strings.Join([]string{o.Host, o.Boot, strconv.Itoa(o.PID), o.Start}, "|")
+}
+
+// spareMaker reads LabelSpareMaker (an Owner that is unknown when absent).
+func spareMaker(labels map[string]string) Owner {
+	f := strings.Split(labels[LabelSpareMaker], "|")
+	if len(f) != 4 {
+		return Owner{}
+	}
+	pid, _ := strconv.Atoi(f[2])
+	return Owner{Host: f[0], Boot: f[1], PID: pid, Start: f[3]}
+}
 
 // SpareAge is how long a spare waits for a session: then its gateway and
 // holder exit, and the engine removes them.
@@ -289,7 +309,7 @@ func PrepareSpare(ctx context.Context, cli *client.Client, s SpareSpec) error {
 		return err
 	}
 	gwName, holdName, netName := spareNames(s.Home)
-	labels := Self().Labels()
+	labels := map[string]string{LabelSpareMaker: makerLabel()}
 	labels[LabelEgress] = "1"
 	labels[LabelSpare] = key
 	labels[LabelSpareHome] = homeHash(s.Home)
@@ -391,7 +411,7 @@ func spareStdin(cfg *container.Config, hc *container.HostConfig) {
 // beingMade says whether the spare is incomplete and its maker still runs.
 func (st spareState) beingMade() bool {
 	for _, c := range []*container.InspectResponse{st.gw, st.hold} {
-		if c != nil && c.Config != nil && ownerFromLabels(c.Config.Labels).State() == OwnerAlive {
+		if c != nil && c.Config != nil && spareMaker(c.Config.Labels).State() == OwnerAlive {
 			return st.gw == nil || st.hold == nil || !st.gw.State.Running || !st.hold.State.Running
 		}
 	}
@@ -461,7 +481,7 @@ func reapSpares(ctx context.Context, cli *client.Client) ([]string, error) {
 	var removed []string
 	var firstErr error
 	for _, c := range cs {
-		o := ownerFromLabels(c.Labels)
+		o := spareMaker(c.Labels)
 		if o.Host != me {
 			continue
 		}
