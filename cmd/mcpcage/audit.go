@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -236,7 +237,7 @@ or a duration back from now (90m, 24h).`,
 	}
 	cmd.Flags().StringVar(&opts.Server, "server", "", "only records of the server `NAME`")
 	cmd.Flags().StringVar(&since, "since", "", "only records from `TIME` on")
-	cmd.Flags().StringVar(&opts.Kind, "kind", "", "only records of this `kind` (session_start, call, blocked, pin, drift, approve, egress, session_end, recovery)")
+	cmd.Flags().StringVar(&opts.Kind, "kind", "", "only records of this `kind` (session_start, call_start, call, blocked, pin, drift, approve, egress, session_end, recovery)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the record lines (JSON Lines; control and format characters as \\u escapes)")
 	return cmd
 }
@@ -255,6 +256,19 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 
 func auditShowRun(opts *AuditShowOptions) error {
 	out := opts.IO.Out
+	// A forwarded call's outcome is its call record, which follows its
+	// call_start; a crash can lose a plain one (docs/audit.md).
+	outcomes := map[string]bool{}
+	if !opts.JSON {
+		if err := audit.Scan(opts.Dir, func(file string, line int, rec *audit.Record, err error) error {
+			if k, ok := callKey(rec); ok && rec.Kind == "call" {
+				outcomes[k] = true
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
 	n := 0
 	err := audit.Scan(opts.Dir, func(file string, line int, rec *audit.Record, err error) error {
 		if err != nil {
@@ -270,7 +284,11 @@ func auditShowRun(opts *AuditShowOptions) error {
 		if opts.JSON {
 			return printJSON(out, rec.Line)
 		}
-		_, err = fmt.Fprintln(out, formatRecord(rec))
+		text := formatRecord(rec)
+		if k, ok := callKey(rec); ok && rec.Kind == "call_start" && !outcomes[k] {
+			text += " (outcome not recorded)"
+		}
+		_, err = fmt.Fprintln(out, text)
 		return err
 	})
 	if err != nil {
@@ -280,6 +298,22 @@ func auditShowRun(opts *AuditShowOptions) error {
 		fmt.Fprintln(opts.IO.ErrOut, "no matching records")
 	}
 	return nil
+}
+
+// callKey names the call a call_start or call record is of: its session
+// and its number there.
+func callKey(rec *audit.Record) (string, bool) {
+	if rec == nil || rec.Kind != "call" && rec.Kind != "call_start" {
+		return "", false
+	}
+	var f struct {
+		Session string `json:"session"`
+		N       int    `json:"n"`
+	}
+	if json.Unmarshal(rec.Fields, &f) != nil || f.N == 0 {
+		return "", false
+	}
+	return f.Session + "/" + strconv.Itoa(f.N), true
 }
 
 func showMatch(opts *AuditShowOptions, rec *audit.Record) bool {
@@ -344,6 +378,11 @@ func formatRecord(rec *audit.Record) string {
 		}
 		if s := str("by"); s == "mcpcage" {
 			b.WriteString(" (answered by mcpcage)")
+		}
+	case "call_start":
+		fmt.Fprintf(&b, " %s args=%s", str("tool"), short("args"))
+		if s := short("def"); s != "" {
+			fmt.Fprintf(&b, " def=%s", s)
 		}
 	case "session_start":
 		if l, ok := f["launch"].(map[string]any); ok {

@@ -13,11 +13,12 @@ import (
 	"github.com/mcpcage/mcpcage/internal/audit"
 )
 
-// A call's audit record is in the log file before its answer reaches the
-// client, even for answers that come in a burst and share one group commit:
-// this test, a process apart from the mcpcage session, reads the log the
-// moment each answer arrives and finds at least as many call records as
-// answers it has seen.
+// A call's audit record (call_start, written when the request goes to the
+// server) is in the log file before its answer reaches the client, even for
+// answers that come in a burst and share one group commit: this test, a
+// process apart from the mcpcage session, reads the log the moment each
+// answer arrives and finds at least as many call_start records as answers
+// it has seen. Every call record with its outcome is there at the end.
 func TestAuditRecordOnDiskBeforeAnswer(t *testing.T) {
 	dir := stateDir(t)
 	tools := filepath.Join(dir, "tools.json")
@@ -69,13 +70,20 @@ func TestAuditRecordOnDiskBeforeAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := bytes.Count(data, []byte(`"kind":"call"`)); got < k {
-			t.Fatalf("answer %d reached the client while the log held %d call records", k, got)
+		if got := bytes.Count(data, []byte(`"kind":"call_start"`)); got < k {
+			t.Fatalf("answer %d reached the client while the log held %d call_start records", k, got)
 		}
 	}
 	in.Close()
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("session: %v\n%s", err, stderr.String())
+	}
+	data, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bytes.Count(data, []byte(`"kind":"call"`)); got != n {
+		t.Fatalf("the log holds %d call records after %d calls", got, n)
 	}
 	r, err := audit.Verify(audit.VerifyOptions{Dir: filepath.Join(dir, "mcpcage", "audit"), KeyDir: filepath.Join(dir, "mcpcage", "keys")})
 	if err != nil || !r.OK {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Records added while a commit runs share the next one: a burst costs far
@@ -95,5 +96,71 @@ func TestTwoLogsRotateUnderEachOther(t *testing.T) {
 	}
 	if r := tl.verify(t); !r.OK || r.Records != 60 {
 		t.Fatalf("two rotating writers: %+v %v", r, r.Problem)
+	}
+}
+
+// A record added with AddLazy asks for no fsync of its own: it is written
+// with the next Add's commit, before that record, in order. Alone, the
+// timer writes it; and Close writes what is still queued. A commit that
+// fails tells its AddLazy records so.
+func TestAddLazy(t *testing.T) {
+	tl := newTestLog(t, func(o *Options) { o.LazyWithin = time.Hour })
+	l, err := Open(tl.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append("call_start", callFields(0)); err != nil {
+		t.Fatal(err)
+	}
+	syncs := func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.syncs
+	}
+	within := func(d time.Duration) {
+		l.qmu.Lock()
+		l.opts.LazyWithin = d
+		l.qmu.Unlock()
+	}
+	before := syncs()
+	lazy := l.AddLazy("call", callFields(1), func(err error) { t.Errorf("told %v", err) })
+	select {
+	case <-lazy.Done():
+		t.Fatal("a lazy record was committed on its own before its time")
+	default:
+	}
+	next := l.Add("call_start", callFields(2))
+	if seq, err := next.Wait(); err != nil || seq != 3 {
+		t.Fatalf("next record: seq %d, %v", seq, err)
+	}
+	if seq, err := lazy.Wait(); err != nil || seq != 2 {
+		t.Fatalf("lazy record: seq %d, %v", seq, err)
+	}
+	if n := syncs() - before; n != 1 {
+		t.Errorf("a lazy record and the next one took %d fsyncs, want 1", n)
+	}
+	within(time.Millisecond)
+	alone := l.AddLazy("call", callFields(3), nil)
+	if seq, err := alone.Wait(); err != nil || seq != 4 {
+		t.Fatalf("lazy record, alone: seq %d, %v", seq, err)
+	}
+	within(time.Hour)
+	last := l.AddLazy("call", callFields(4), nil)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if seq, err := last.Wait(); err != nil || seq != 5 {
+		t.Fatalf("lazy record before Close: seq %d, %v", seq, err)
+	}
+	if r := tl.verify(t); !r.OK || r.Records != 5 {
+		t.Fatalf("log: %+v %v", r, r.Problem)
+	}
+	within(time.Millisecond)
+	told := make(chan error, 1)
+	if _, err := l.AddLazy("call", callFields(5), func(err error) { told <- err }).Wait(); err == nil {
+		t.Fatal("a lazy record was written to a closed log")
+	}
+	if err := <-told; err == nil {
+		t.Fatal("a failed lazy record was not told")
 	}
 }

@@ -27,6 +27,7 @@ import (
 const (
 	DefaultMaxFileSize     = 64 << 20
 	DefaultCheckpointEvery = 256
+	DefaultLazyWithin      = 10 * time.Millisecond
 )
 
 // Names inside the log directory.
@@ -55,6 +56,14 @@ type Options struct {
 	// (an anchor that is ahead of the log, a failing anchor command).
 	Warn func(error)
 	Now  func() time.Time
+	// LazyWithin is how long a record handed to AddLazy may wait for
+	// another record's commit to share before one is made for it; 0 means
+	// DefaultLazyWithin.
+	LazyWithin time.Duration
+	// BeforeSync, for tests only, is called with the lines written before
+	// each fsync of a log file, under the log's lock: a test blocks in it
+	// to hold a commit between its write and its fsync.
+	BeforeSync func(lines []byte)
 }
 
 // Environment variables read by DefaultOptions.
@@ -108,6 +117,8 @@ type Log struct {
 	// commit takes them all, with one write and one fsync.
 	qmu        sync.Mutex
 	queue      []*Pending
+	urgent     int         // records in queue added with Add (not AddLazy)
+	lazy       *time.Timer // armed while queue holds only AddLazy records
 	committing bool
 	idle       *sync.Cond // on qmu: signalled when a commit loop ends
 }
@@ -119,6 +130,7 @@ type Pending struct {
 	done   chan struct{}
 	seq    uint64
 	err    error
+	failed func(error) // AddLazy's: told when the commit failed
 }
 
 // Wait blocks until the record is on disk (written and fsynced) and
@@ -162,6 +174,9 @@ func Open(opts Options) (*Log, error) {
 	}
 	if opts.Warn == nil {
 		opts.Warn = func(error) {}
+	}
+	if opts.LazyWithin <= 0 {
+		opts.LazyWithin = DefaultLazyWithin
 	}
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, err
@@ -235,6 +250,49 @@ func (l *Log) Append(kind string, fields any) (uint64, error) {
 // commit and share its single write and fsync (group commit), so a burst
 // costs about one fsync, not one each.
 func (l *Log) Add(kind string, fields any) *Pending {
+	p := newPending(kind, fields)
+	if p.err != nil {
+		return p
+	}
+	l.qmu.Lock()
+	l.queue = append(l.queue, p)
+	l.urgent++
+	start := !l.committing
+	l.committing = true
+	l.qmu.Unlock()
+	if start {
+		go l.commitLoop(false)
+	}
+	return p
+}
+
+// AddLazy hands one record to the log without asking for a commit of its
+// own: it is written, in order, with the next commit an Add starts, or
+// when none comes within Options.LazyWithin by a commit of its own, and
+// at the latest by Close. Wait tells when it is on disk; failed (when not
+// nil) is told the error of a commit that could not write it, since no
+// one may be waiting. A record whose durability nothing waits for (the
+// plain outcome of a call already recorded) so costs no fsync of its own
+// when more records follow.
+func (l *Log) AddLazy(kind string, fields any, failed func(error)) *Pending {
+	p := newPending(kind, fields)
+	if p.err != nil {
+		if failed != nil {
+			failed(p.err)
+		}
+		return p
+	}
+	p.failed = failed
+	l.qmu.Lock()
+	l.queue = append(l.queue, p)
+	if !l.committing && l.lazy == nil {
+		l.lazy = time.AfterFunc(l.opts.LazyWithin, l.flushLazy)
+	}
+	l.qmu.Unlock()
+	return p
+}
+
+func newPending(kind string, fields any) *Pending {
 	p := &Pending{kind: kind, done: make(chan struct{})}
 	switch f := fields.(type) {
 	case json.RawMessage:
@@ -248,43 +306,71 @@ func (l *Log) Add(kind string, fields any) *Pending {
 		if p.fields, err = json.Marshal(f); err != nil {
 			p.err = fmt.Errorf("audit: %w", err)
 			close(p.done)
-			return p
 		}
-	}
-	l.qmu.Lock()
-	l.queue = append(l.queue, p)
-	start := !l.committing
-	l.committing = true
-	l.qmu.Unlock()
-	if start {
-		go l.commitLoop()
 	}
 	return p
 }
 
-// commitLoop commits what is queued, again and again, until the queue is
-// empty.
-func (l *Log) commitLoop() {
+// flushLazy commits what AddLazy left queued, when no commit runs.
+func (l *Log) flushLazy() {
+	l.qmu.Lock()
+	l.lazy = nil
+	start := !l.committing && len(l.queue) > 0
+	if start {
+		l.committing = true
+	}
+	l.qmu.Unlock()
+	if start {
+		go l.commitLoop(true)
+	}
+}
+
+// commitLoop commits what is queued, again and again, while the queue
+// holds a record added with Add (any record, the first time round, when
+// all is set); it arms the timer for the AddLazy records it leaves.
+func (l *Log) commitLoop(all bool) {
 	for {
 		l.qmu.Lock()
 		batch := l.queue
-		l.queue = nil
-		if len(batch) == 0 {
+		if len(batch) == 0 || !all && l.urgent == 0 {
+			if len(batch) > 0 && l.lazy == nil {
+				l.lazy = time.AfterFunc(l.opts.LazyWithin, l.flushLazy)
+			}
 			l.committing = false
 			l.idle.Broadcast()
 			l.qmu.Unlock()
 			return
 		}
+		l.queue, l.urgent = nil, 0
+		if l.lazy != nil { // what it waited for is in this batch
+			l.lazy.Stop()
+			l.lazy = nil
+		}
 		l.qmu.Unlock()
 		l.commit(batch)
+		for _, p := range batch {
+			if p.failed != nil && p.err != nil {
+				p.failed(p.err)
+			}
+		}
+		all = false
 	}
 }
 
-// drain waits until every record added so far has been committed.
+// drain waits until every record added so far, AddLazy's included, has
+// been committed.
 func (l *Log) drain() {
 	l.qmu.Lock()
-	for l.committing {
+	for l.committing || len(l.queue) > 0 {
+		if !l.committing {
+			l.committing = true
+			go l.commitLoop(true)
+		}
 		l.idle.Wait()
+	}
+	if l.lazy != nil {
+		l.lazy.Stop()
+		l.lazy = nil
 	}
 	l.qmu.Unlock()
 }
@@ -463,6 +549,9 @@ func (l *Log) writeSpan(h *head, idx int, lines []byte, first uint64) error {
 	}
 	if werr != nil {
 		return fmt.Errorf("audit: write: %w", werr)
+	}
+	if l.opts.BeforeSync != nil {
+		l.opts.BeforeSync(lines)
 	}
 	if err := l.f.Sync(); err != nil {
 		return fmt.Errorf("audit: sync: %w", err)

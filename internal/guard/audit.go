@@ -35,10 +35,14 @@ func auditDefinitionHash(def []byte) string {
 
 // auditPolicy writes the session's audit records. It never changes a
 // message: Inspect forwards everything, and the records come from Observe,
-// which sees each message's final outcome before it is delivered. A call's
-// record is on disk before its response reaches the client: the response is
-// held (Event.Hold) until the record's commit is done, and replaced with an
-// error if it failed.
+// which sees each message's final outcome before it is delivered. A
+// forwarded call's call_start record is handed to the log as the request
+// goes to the server, so its fsync runs while the server works, and it is
+// on disk before the response reaches the client: the response is held
+// (Event.Hold) until that commit is done, and replaced with an error if it
+// failed. The call record with the outcome follows: held for too when the
+// result had findings or mcpcage answered in the server's place; otherwise
+// written with the next commit (audit.Log.AddLazy), which a crash can lose.
 type auditPolicy struct {
 	log     *audit.Log
 	name    string
@@ -58,17 +62,32 @@ type auditPolicy struct {
 	ended   bool
 	pending map[string]pendingCall // by request id Key()
 	defs    map[string]string      // tool name -> definition hash, from the last tools/list
-	calls   int
+	calls   int                    // calls seen; the last one's number
 	failed  bool
 }
 
 type pendingCall struct {
 	id     string // the request id's Key()
+	n      int    // the call's number in the session, in call_start and call
 	start  time.Time
 	tool   string
 	args   string
 	def    string
 	result []byte // the server's result, before any policy replaced it
+	// started is the call_start record, added when the request was
+	// forwarded: its fsync runs while the server works on the call.
+	started *audit.Pending
+}
+
+// callStartRecord is the fields of a "call_start" record, sorted as in
+// callRecord.
+type callStartRecord struct {
+	Args    string `json:"args"`
+	Def     string `json:"def,omitempty"`
+	N       int    `json:"n"`
+	Server  string `json:"server"`
+	Session string `json:"session"`
+	Tool    string `json:"tool"`
 }
 
 // SetupError is a chain that could not be built, with what to do about it.
@@ -90,6 +109,9 @@ func openAudit(cfg Config) (*auditPolicy, error) {
 	}
 	if cfg.AuditAnchorCommand != "" {
 		opts.AnchorCommand = cfg.AuditAnchorCommand
+	}
+	if cfg.auditOptions != nil {
+		cfg.auditOptions(&opts)
 	}
 	errOut := cfg.Stderr
 	opts.Warn = func(err error) { untrusted.Fprintf(errOut, "mcpcage: audit: warning: %v\n", err) }
@@ -242,24 +264,34 @@ func (p *auditPolicy) Observe(ctx context.Context, s *proxy.Session, ev *proxy.E
 				if m.Error != nil {
 					c.result = m.Raw
 				}
-				var rec *audit.Pending
+				var outcome *audit.Pending
 				switch v.Action {
 				case proxy.Replace: // a policy withheld the server's answer
-					rec = p.addCall(c, final, "mcpcage")
+					outcome = p.addCall(c, final, "mcpcage", false)
 				case proxy.Drop:
-					rec = p.addCall(c, nil, "mcpcage")
+					outcome = p.addCall(c, nil, "mcpcage", false)
 				default:
-					rec = p.addCall(c, final, "server")
+					outcome = p.addCall(c, final, "server", true)
 				}
-				// The answer waits for its record to be on disk, off the
-				// server's pump: the records of answers that come in a burst
-				// share one fsync.
+				// The answer waits, off the server's pump, for the call's
+				// call_start (added when the request went to the server, so
+				// its fsync ran while the server worked) and, when it was not
+				// plain, for its outcome too.
+				holds := []*audit.Pending{c.started}
+				if outcome != nil {
+					holds = append(holds, outcome)
+				}
+				if durable(holds) {
+					return // nothing to wait for: delivered by the pump at once
+				}
 				id := m.ID
 				ev.Hold(func() []byte {
-					if _, err := rec.Wait(); err != nil {
-						p.appendFailed(err)
-						return jsonrpc.NewErrorResponse(id, jsonrpc.CodeBlocked,
-							"mcpcage withheld the answer to tools/call: its audit record could not be written, and no answer goes unrecorded. Run `mcpcage audit verify`.", nil)
+					for _, rec := range holds {
+						if _, err := rec.Wait(); err != nil {
+							p.appendFailed(err)
+							return jsonrpc.NewErrorResponse(id, jsonrpc.CodeBlocked,
+								"mcpcage withheld the answer to tools/call: its audit record could not be written, and no answer goes unrecorded. Run `mcpcage audit verify`.", nil)
+						}
 					}
 					return nil
 				})
@@ -267,6 +299,21 @@ func (p *auditPolicy) Observe(ctx context.Context, s *proxy.Session, ev *proxy.E
 			return
 		}
 	}
+}
+
+// durable says whether every record of recs is on disk already.
+func durable(recs []*audit.Pending) bool {
+	for _, r := range recs {
+		select {
+		case <-r.Done():
+			if _, err := r.Wait(); err != nil {
+				return false // the hold reports it
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // ObserveRefusal records what the proxy turned away on its own (malformed or
@@ -307,10 +354,17 @@ func (p *auditPolicy) observeCall(ev *proxy.Event, v proxy.Verdict) {
 	p.mu.Lock()
 	def := p.defs[params.Name]
 	p.mu.Unlock()
-	c := pendingCall{id: ev.Msg.ID.Key(), start: time.Now(), tool: tool, def: def,
+	p.mu.Lock()
+	p.calls++
+	n := p.calls
+	p.mu.Unlock()
+	c := pendingCall{id: ev.Msg.ID.Key(), n: n, start: time.Now(), tool: tool, def: def,
 		args: p.log.Fingerprint(p.name, params.Name, params.Arguments)}
 	switch v.Action {
 	case proxy.Forward, proxy.Replace:
+		p.ensureStarted("")
+		c.started = p.log.Add("call_start", callStartRecord{
+			Args: c.args, Def: c.def, N: c.n, Server: p.name, Session: p.session, Tool: c.tool})
 		p.mu.Lock()
 		p.pending[ev.Msg.ID.Key()] = c
 		p.mu.Unlock()
@@ -366,7 +420,7 @@ func (p *auditPolicy) learnTools(tools []jsontext.Value) {
 // tool reported a failure), "error" (a JSON-RPC error, with its code),
 // "dropped" or "unanswered". by says who answered: the server or mcpcage.
 func (p *auditPolicy) writeCall(c pendingCall, final *jsonrpc.Message, by string) {
-	if _, err := p.addCall(c, final, by).Wait(); err != nil {
+	if _, err := p.addCall(c, final, by, false).Wait(); err != nil {
 		p.appendFailed(err)
 	}
 }
@@ -381,17 +435,21 @@ type callRecord struct {
 	Def      string `json:"def,omitempty"`
 	DurUS    int64  `json:"dur_us"`
 	Findings *int   `json:"findings,omitempty"`
+	N        int    `json:"n"`
 	Outcome  string `json:"outcome"`
 	Server   string `json:"server"`
 	Session  string `json:"session"`
 	Tool     string `json:"tool"`
 }
 
-// addCall hands the record of a call to the log and returns at once.
-func (p *auditPolicy) addCall(c pendingCall, final *jsonrpc.Message, by string) *audit.Pending {
+// addCall hands the record of a call to the log and returns at once. With
+// lazy set, a plain outcome (no findings) is added with AddLazy: it rides
+// the next commit, nothing waits for it, and addCall returns nil; a commit
+// that fails to write it refuses later calls.
+func (p *auditPolicy) addCall(c pendingCall, final *jsonrpc.Message, by string, lazy bool) *audit.Pending {
 	p.ensureStarted("")
 	f := callRecord{
-		Session: p.session, Server: p.name, Tool: c.tool, Args: c.args,
+		Session: p.session, Server: p.name, Tool: c.tool, Args: c.args, N: c.n,
 		By: by, DurUS: time.Since(c.start).Microseconds(), Def: c.def,
 	}
 	switch {
@@ -416,10 +474,12 @@ func (p *auditPolicy) addCall(c pendingCall, final *jsonrpc.Message, by string) 
 	if c.result != nil {
 		n := p.tally.findings(c.id, c.result)
 		f.Findings = &n
+		lazy = lazy && n == 0
 	}
-	p.mu.Lock()
-	p.calls++
-	p.mu.Unlock()
+	if lazy {
+		p.log.AddLazy("call", f, p.appendFailed)
+		return nil
+	}
 	return p.log.Add("call", f)
 }
 

@@ -96,7 +96,7 @@ func TestAuditPolicyOutcomes(t *testing.T) {
 		var f map[string]any
 		json.Unmarshal(rec.Fields, &f)
 		s := rec.Kind
-		for _, k := range []string{"tool", "outcome", "code", "by", "exit", "calls", "protocol"} {
+		for _, k := range []string{"n", "tool", "outcome", "code", "by", "exit", "calls", "protocol"} {
 			if v, ok := f[k]; ok {
 				s += fmt.Sprintf(" %s=%v", k, v)
 			}
@@ -109,12 +109,16 @@ func TestAuditPolicyOutcomes(t *testing.T) {
 	})
 	want := []string{
 		"session_start protocol=2025-06-18",
-		"call tool=t2 outcome=is_error by=server",
-		"call tool=t1 outcome=ok by=server def",
-		"call tool=t1 outcome=dropped by=mcpcage def",
-		"call tool=t1 outcome=error code=-32001 by=mcpcage def",
-		"call tool=t1 outcome=error code=-32001 by=mcpcage def",
-		"call tool=t1 outcome=unanswered by=server def",
+		"call_start n=1 tool=t1 def", // forwarded calls: a call_start when sent
+		"call_start n=2 tool=t2",
+		"call n=2 tool=t2 outcome=is_error by=server",
+		"call n=1 tool=t1 outcome=ok by=server def",
+		"call n=3 tool=t1 outcome=dropped by=mcpcage def", // never sent: no call_start
+		"call_start n=4 tool=t1 def",
+		"call_start n=5 tool=t1 def",
+		"call n=5 tool=t1 outcome=error code=-32001 by=mcpcage def",
+		"call n=6 tool=t1 outcome=error code=-32001 by=mcpcage def",
+		"call n=4 tool=t1 outcome=unanswered by=server def",
 		"session_end exit=3 calls=6",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -193,11 +197,11 @@ func TestAuditPolicyFailsClosed(t *testing.T) {
 func TestCallRecordAsMap(t *testing.T) {
 	code, zero, three := -32001, 0, 3
 	for _, r := range []callRecord{
-		{Args: "a", By: "server", DurUS: 12, Outcome: "ok", Server: "s<&>", Session: "x", Tool: "t\u2028\xff"},
+		{Args: "a", By: "server", DurUS: 12, N: 1, Outcome: "ok", Server: "s<&>", Session: "x", Tool: "t\u2028\xff"},
 		{Args: "a", By: "mcpcage", Code: &code, Def: "d", DurUS: 0, Findings: &zero, Outcome: "error", Server: "s", Session: "x", Tool: "t"},
 		{Args: "a", By: "server", Def: "d", Findings: &three, Outcome: "is_error", Server: "s", Session: "x", Tool: "t"},
 	} {
-		m := map[string]any{"args": r.Args, "by": r.By, "dur_us": r.DurUS, "outcome": r.Outcome,
+		m := map[string]any{"args": r.Args, "by": r.By, "dur_us": r.DurUS, "n": r.N, "outcome": r.Outcome,
 			"server": r.Server, "session": r.Session, "tool": r.Tool}
 		if r.Code != nil {
 			m["code"] = *r.Code

@@ -44,6 +44,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/mcpcage/mcpcage/internal/audit"
 	"github.com/mcpcage/mcpcage/internal/launch"
 	"github.com/mcpcage/mcpcage/internal/pin"
 	"github.com/mcpcage/mcpcage/internal/proxy"
@@ -90,6 +91,9 @@ type Config struct {
 	// is open: another concern of the session (the egress gateway) records
 	// its events through it.
 	Attach func(event func(kind string, fields map[string]any))
+
+	// auditOptions, for tests only, adjusts the audit log's options.
+	auditOptions func(*audit.Options)
 }
 
 // New builds the chain of one session, in run order. The audit log is
