@@ -103,6 +103,11 @@ func New(cfg Config) ([]proxy.Policy, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The scanner's rules are compiled on first use, which takes about a
+	// second of CPU on a loaded machine: do it while the server starts,
+	// not in the path of the first message scanned (a tools/call result
+	// when the pins are known).
+	go scan.Rules()
 	tally := newTally()
 	rec.tally = tally
 	if cfg.Attach != nil {
