@@ -141,13 +141,10 @@ func Verify(opts VerifyOptions) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	sizes := map[int]int64{}
 	for _, f := range files {
 		r.Files = append(r.Files, FileName(f))
-		if st, err := os.Stat(filepath.Join(opts.Dir, FileName(f))); err == nil {
-			sizes[f] = st.Size()
-		}
 	}
+	sizes := fileSizes(opts.Dir, files)
 	unlock()
 	w := &walker{opts: opts, files: files, sizes: sizes, mac: newMAC(k.MAC), r: r, want: map[uint64]string{}}
 	if cp != nil {
@@ -211,6 +208,20 @@ func Verify(opts VerifyOptions) (*Report, error) {
 	}
 	r.OK = true
 	return r, nil
+}
+
+// fileSizes is the snapshot of the files' sizes, taken under the lock: the
+// walk reads no further, so what a writer appends later is not checked
+// against a checkpoint read before it. A file that cannot be stat'ed has no
+// size and is read as it is.
+func fileSizes(dir string, files []int) map[int]int64 {
+	sizes := map[int]int64{}
+	for _, f := range files {
+		if st, err := os.Stat(filepath.Join(dir, FileName(f))); err == nil {
+			sizes[f] = st.Size()
+		}
+	}
+	return sizes
 }
 
 type walker struct {

@@ -2,7 +2,6 @@ package audit
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,22 +31,20 @@ func writeMany(t *testing.T, tl *testLog, n int) {
 }
 
 // TestWalkStopsAtTheSnapshot: what a writer appended after the sizes were
-// taken is not read, so the walk ends where the snapshot did.
+// taken (Verify takes them under the lock, with fileSizes) is not read, so
+// the walk ends where the snapshot did.
 func TestWalkStopsAtTheSnapshot(t *testing.T) {
 	tl := newTestLog(t, nil)
 	tl.write(t, 5)
-	st, err := os.Stat(tl.path(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tl.write(t, 5) // appended after the snapshot below
+	sizes := fileSizes(tl.dir, []int{1})
+	tl.write(t, 5) // appended after the snapshot
 	k, err := LoadKeys(tl.opts.KeyDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &Report{}
 	w := &walker{opts: VerifyOptions{Dir: tl.dir, KeyDir: tl.opts.KeyDir}, files: []int{1},
-		sizes: map[int]int64{1: st.Size()}, mac: newMAC(k.MAC), r: r, want: map[uint64]string{}}
+		sizes: sizes, mac: newMAC(k.MAC), r: r, want: map[uint64]string{}}
 	if err := w.walk(); err != nil {
 		t.Fatal(err)
 	}
