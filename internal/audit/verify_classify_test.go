@@ -51,6 +51,17 @@ func TestWalkStopsAtTheSnapshot(t *testing.T) {
 	if r.Problem != nil || r.Torn != nil || w.seq != 5 || w.lastLine != 5 {
 		t.Fatalf("walk of a 5-record snapshot of a 10-record file: seq %d, line %d, problem %v, torn %+v", w.seq, w.lastLine, r.Problem, r.Torn)
 	}
+
+	// A file the snapshot has no size for (its Stat failed) is read whole.
+	r = &Report{}
+	w = &walker{opts: VerifyOptions{Dir: tl.dir, KeyDir: tl.opts.KeyDir}, files: []int{1},
+		sizes: map[int]int64{}, mac: newMAC(k.MAC), r: r, want: map[uint64]string{}}
+	if err := w.walk(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Problem != nil || w.seq != 10 {
+		t.Fatalf("walk of a 10-record file with no size: seq %d, problem %v", w.seq, r.Problem)
+	}
 }
 
 // TestVerifyLookaheadBound: classify looks at most lookaheadLines lines

@@ -168,7 +168,7 @@ func TestVerifyEmptyLineInserted(t *testing.T) {
 
 // TestVerifyTornTailBound: a crash cuts at most one line, so an unterminated
 // tail of up to MaxLine bytes and its newline is a torn line, and one byte
-// more is damage.
+// more is damage, where record 4 was expected.
 func TestVerifyTornTailBound(t *testing.T) {
 	for _, n := range []int{MaxLine + 1, MaxLine + 2} {
 		tl := newTestLog(t, nil)
@@ -186,7 +186,7 @@ func TestVerifyTornTailBound(t *testing.T) {
 			if !r.OK || r.Torn == nil || r.Torn.Bytes != n || r.Torn.Line != 4 {
 				t.Errorf("a torn tail of %d bytes: %+v, torn %+v", n, r.Problem, r.Torn)
 			}
-		} else if p := r.Problem; r.OK || p == nil || p.Kind != Modified || p.Line != 4 || !strings.Contains(p.Message, "incomplete line") {
+		} else if p := r.Problem; r.OK || p == nil || p.Kind != Modified || p.Line != 4 || p.Seq != 4 || !strings.Contains(p.Message, "incomplete line") {
 			t.Errorf("an unterminated tail of %d bytes: %+v", n, p)
 		}
 	}
