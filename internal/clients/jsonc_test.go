@@ -88,7 +88,9 @@ func TestJSONRead(t *testing.T) {
   "on": {"command": "npx", "args": ["-y", "on"], "disabled": false},
   "enabled": {"command": "npx", "args": ["-y", "en"], "enabled": true},
   "not-enabled": {"command": "npx", "args": ["-y", "ne"], "enabled": false},
-  "remote": {"serverUrl": "https://mcp.example.com/mcp", "httpUrl": ""}
+  "remote": {"serverUrl": "https://mcp.example.com/mcp", "httpUrl": ""},
+  "number": {"command": 5, "args": ["-y", "n"]},
+  "mixed": {"command": "npx", "args": ["-y", true]}
 }}`
 	srvs, err := Read(JSON, []byte(in), mcpServers)
 	if err != nil {
@@ -98,13 +100,15 @@ func TestJSONRead(t *testing.T) {
 		name     string
 		disabled bool
 		url      string
+		problem  string
 	}
 	var got []row
 	for _, s := range srvs {
-		got = append(got, row{s.Name, s.Disabled, s.URL})
+		got = append(got, row{s.Name, s.Disabled, s.URL, s.Problem})
 	}
-	want := []row{{"off", true, ""}, {"on", false, ""}, {"enabled", false, ""}, {"not-enabled", true, ""},
-		{"remote", false, "https://mcp.example.com/mcp"}}
+	want := []row{{"off", true, "", ""}, {"on", false, "", ""}, {"enabled", false, "", ""}, {"not-enabled", true, "", ""},
+		{"remote", false, "https://mcp.example.com/mcp", ""},
+		{"number", false, "", "its command is not a string"}, {"mixed", false, "", "its args are not all strings"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
 	}

@@ -194,6 +194,12 @@ command = "npx"
 	if !bytes.HasSuffix(out, []byte(tail)) {
 		t.Errorf("fix changed the entries it cannot edit:\n%s", out)
 	}
+
+	// Nor does unwrap touch a caged entry in that layout.
+	caged := "[mcp_servers.late]\nargs = [\"run\", \"--\", \"npx\", \"-y\", \"late\"]\nenv = {\n  A = \"1\",\n}\ncommand = \"mcpcage\"\n"
+	if out, ch, err := Edit(TOML, []byte(caged), nil, OpUnwrap, "", nil); err != nil || len(ch) != 0 || string(out) != caged {
+		t.Errorf("unwrap of an entry it cannot edit: %q, %d changes, %v", out, len(ch), err)
+	}
 }
 
 // Servers written as inline tables under a [mcp_servers] header are listed,
