@@ -2,6 +2,7 @@ package clients
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -111,5 +112,29 @@ func TestJSONRead(t *testing.T) {
 		{"number", false, "", "its command is not a string"}, {"mixed", false, "", "its args are not all strings"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+}
+
+// A file that is not JSON is refused with the parser's reason, without the
+// library's name in front.
+func TestJSONNotValid(t *testing.T) {
+	_, err := Read(JSON, []byte(`{"mcpServers": }`), mcpServers)
+	if err == nil || !strings.HasPrefix(err.Error(), "not valid JSON: ") || strings.Contains(err.Error(), "hujson") {
+		t.Errorf("got %v", err)
+	}
+}
+
+// The flags Wrap.Flags gives (--home, --mount, ...) go between the --env
+// flags and "--".
+func TestFixWithFlags(t *testing.T) {
+	in := `{"mcpServers": {"x": {"command": "npx", "args": ["-y", "pkg"], "env": {"K": "v"}}}}`
+	w := Wrap{Exe: exe, Flags: func(Server) []string { return []string{"--home", "--mount=/data"} }}
+	out, _, err := EditWith(JSON, []byte(in), mcpServers, OpFix, w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"mcpServers": {"x": {"command": "` + exe + `", "args": ["run", "--name=x", "--env=K", "--home", "--mount=/data", "--", "npx", "-y", "pkg"], "env": {"K": "v"}}}}`
+	if string(out) != want {
+		t.Errorf("got  %s\nwant %s", out, want)
 	}
 }

@@ -215,3 +215,27 @@ func TestTOMLInlineServers(t *testing.T) {
 		t.Errorf("fix: %q, %d changes, %v", out, len(ch), err)
 	}
 }
+
+// A flag with quotes, backslashes and control characters (a mount path
+// from Wrap.Flags) is written as a TOML string that reads back as the same
+// text.
+func TestTOMLFixEscapesFlags(t *testing.T) {
+	path := "/data/my A\"B\\C\tD\nE\x01F\x7fG"
+	in := "[mcp_servers.x]\ncommand = \"npx\"\nargs = [\"-y\", \"pkg\"]\n"
+	w := Wrap{Exe: exe, Flags: func(Server) []string { return []string{"--mount=" + path} }}
+	out, ch, err := EditWith(TOML, []byte(in), nil, OpFix, w, nil)
+	if err != nil || len(ch) != 1 {
+		t.Fatalf("fix: %v, %d changes", err, len(ch))
+	}
+	srvs, err := Read(TOML, out, nil)
+	if err != nil || len(srvs) != 1 {
+		t.Fatalf("read back: %v", err)
+	}
+	want := []string{"run", "--name=x", "--mount=" + path, "--", "npx", "-y", "pkg"}
+	if !reflect.DeepEqual(srvs[0].Args, want) {
+		t.Errorf("args read back as %q, want %q", srvs[0].Args, want)
+	}
+	if !strings.Contains(string(out), `"--mount=/data/my A\"B\\C\tD\nE\u0001F\u007FG"`) {
+		t.Errorf("the path is not written as an escaped basic string:\n%s", out)
+	}
+}
