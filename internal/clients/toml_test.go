@@ -83,6 +83,12 @@ func TestTOMLFixAfterBareValues(t *testing.T) {
 		"odd = [1#]\n, 2]\n",
 		"notes = \"\"\"two\nlines\"\"\"\n",
 		"[[hooks]]\nrun = \"x\"\n",
+		"[profiles.Zed90z]\nmodel = \"o3\"\n",
+		"notes = \"\"\"a \"b\" c\"\"\"\n",
+		"notes = \"\"\"a\"\"b\"\"\"\n",
+		"notes = \"\"\"a\"\"\"\"\"\n",
+		"notes = \"\"\"a\\\"\"\"b\"\"\"\n",
+		"path = '''C:\\'''\n",
 	} {
 		in := top + "[mcp_servers.x]\ncommand = \"npx\"\nargs = [\"-y\", \"pkg\"]\n"
 		want := top + "[mcp_servers.x]\ncommand = \"" + exe + "\"\nargs = [\"run\", \"--name=x\", \"--\", \"npx\", \"-y\", \"pkg\"]\n"
@@ -96,6 +102,12 @@ func TestTOMLFixAfterBareValues(t *testing.T) {
 func TestTOMLFixWithoutFinalNewline(t *testing.T) {
 	in := "[mcp_servers.x]\ncommand = \"npx\"\nargs = [\"-y\", \"pkg\"]"
 	want := "[mcp_servers.x]\ncommand = \"" + exe + "\"\nargs = [\"run\", \"--name=x\", \"--\", \"npx\", \"-y\", \"pkg\"]"
+	if got := fixTOML(t, in); got != want {
+		t.Errorf("got\n%s", got)
+	}
+	// Nor need a multi-line string at the end.
+	in = "[mcp_servers.x]\nargs = [\"-y\", \"pkg\"]\ncommand = '''npx'''"
+	want = "[mcp_servers.x]\nargs = [\"run\", \"--name=x\", \"--\", '''npx''', \"-y\", \"pkg\"]\ncommand = \"" + exe + "\""
 	if got := fixTOML(t, in); got != want {
 		t.Errorf("got\n%s", got)
 	}
