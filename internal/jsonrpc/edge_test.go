@@ -564,3 +564,26 @@ func TestWriterLargeMessageOneWriteNoCopy(t *testing.T) {
 		t.Errorf("a message was written after a short write left part of a line: %v, %d writes", err, len(rec.calls))
 	}
 }
+
+// TestControlByteInLongString puts a raw control byte at every position of
+// a long string of letters and digits (bytes that the word-at-a-time checks
+// of plain() pass without a false alarm, so those checks alone must find
+// it): every one is refused. A flag test that missed bytes below 0x20 in
+// the 32- or 8-byte loops would let them through.
+func TestControlByteInLongString(t *testing.T) {
+	body := strings.Repeat("AZ09QR", 20) // 120 bytes, all in 0x30-0x5a
+	for _, c := range []byte{0x00, 0x01, 0x09, 0x1f} {
+		for p := 0; p < len(body); p++ {
+			s := []byte(body)
+			s[p] = c
+			line := []byte(`{"jsonrpc":"2.0","method":"x","params":{"s":"` + string(s) + `"}}`)
+			_, err := Parse(line)
+			if err == nil || !strings.Contains(err.Error(), "control character") {
+				t.Fatalf("byte %#x at %d of a %d-byte string: got %v, want a control character refused", c, p, len(s), err)
+			}
+		}
+	}
+	if _, err := Parse([]byte(`{"jsonrpc":"2.0","method":"x","params":{"s":"` + body + `"}}`)); err != nil {
+		t.Fatalf("the string without a control byte: %v", err)
+	}
+}
