@@ -7,14 +7,11 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 
@@ -31,33 +28,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 	t.Fatalf("waited two minutes for %s", what)
-}
-
-// sessionOwned counts pid's containers and networks that are not of a
-// spare it made (one it finished stays for the next session).
-func sessionOwned(t *testing.T, cli *client.Client, pid int) (int, int) {
-	t.Helper()
-	f := filters.NewArgs(filters.Arg("label", cage.LabelOwnerPID+"="+strconv.Itoa(pid)))
-	cs, err := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns, err := cli.NetworkList(context.Background(), network.ListOptions{Filters: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, n := 0, 0
-	for _, x := range cs {
-		if x.Labels[cage.LabelSpare] == "" {
-			c++
-		}
-	}
-	for _, x := range ns {
-		if x.Labels[cage.LabelSpare] == "" {
-			n++
-		}
-	}
-	return c, n
 }
 
 func containerGone(cli *client.Client, id string) bool {
@@ -187,7 +157,7 @@ func TestRunAllowHostSpare(t *testing.T) {
 			t.Fatalf("next run: %v\n%s", err, nextErr.String())
 		}
 	}
-	if c, n := sessionOwned(t, cli, pid); c != 0 || n != 0 {
+	if c, n := ownedBy(t, cli, pid); c != 0 || n != 0 { // a spare carries no owner label
 		t.Errorf("after the next start: %d containers and %d networks of the killed mcpcage, want none\n%s", c, n, nextErr.String())
 	}
 	if _, err := cli.NetworkInspect(context.Background(), spareNet, network.InspectOptions{}); !cerrdefs.IsNotFound(err) {
