@@ -165,10 +165,24 @@ func splitHostPort(s string, def int) (string, int, bool) {
 		}
 		port = p
 	}
-	if host == "" {
+	if host == "" || !hostChars(host) {
 		return "", 0, false
 	}
 	return host, port, true
+}
+
+// hostChars reports whether h holds only what a host name or an IP address
+// is written with: a name the client sent with spaces, controls or other
+// bytes (an obsolete folded Host header gives "name " from "name\r\n ")
+// names no host, so the connection is decided as if it had named none.
+func hostChars(h string) bool {
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_' || c == ':') {
+			return false
+		}
+	}
+	return true
 }
 
 // readOnlyConn lets crypto/tls read a ClientHello from r and write nothing.
