@@ -254,27 +254,7 @@ func TestRunOrphanReaped(t *testing.T) {
 	cli := probeEngine(t)
 	dir := stateDir(t)
 
-	victim := exec.Command("mcpcage", "run", "--image", cagetest.ProbeImage)
-	victim.Env = testEnv(dir)
-	stdin, err := victim.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := victim.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	victimErr := &cageBuffer{}
-	victim.Stderr = victimErr
-	if err := victim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer victim.Process.Kill()
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || !strings.Contains(line, "escape-probe") {
-		t.Fatalf("no initialize answer: %q %v\nstderr:\n%s", line, err, victimErr.String())
-	}
+	victim := startInitialized(t, testEnv(dir), "run", "--image", cagetest.ProbeImage)
 	pid := victim.Process.Pid
 	if n := containersOf(t, cli, pid); n != 1 {
 		t.Fatalf("%d containers owned by the running mcpcage, want 1", n)
@@ -721,4 +701,32 @@ func TestRunIdentity(t *testing.T) {
 	if out, isErr := probe(cs, "read", token); isErr || !strings.Contains(out, `"escaped":false`) || !strings.Contains(out, "no such file") {
 		t.Errorf("approved, b should run in a HOME of its own: %s\n%s", out, stderr.String())
 	}
+}
+
+// startInitialized starts mcpcage with args and env, sends the probe server
+// initialize and waits for its answer: a session whose cage is running. The
+// process is killed when the test ends if the test has not ended it.
+func startInitialized(t *testing.T, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("mcpcage", args...)
+	cmd.Env = env
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &cageBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.Contains(line, "escape-probe") {
+		t.Fatalf("no initialize answer: %q %v\nstderr:\n%s", line, err, stderr.String())
+	}
+	return cmd
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -124,20 +122,7 @@ func TestRunAllowHostSpare(t *testing.T) {
 
 	// SIGKILL of a session that claimed a spare.
 	gw, holder, spareNet = nextGw, nextHolder, nextNet
-	victim := exec.Command("mcpcage", append([]string{"run"}, args...)...)
-	victim.Env = testEnv(dir, env...)
-	stdin, _ := victim.StdinPipe()
-	stdout, _ := victim.StdoutPipe()
-	victimErr := &cageBuffer{}
-	victim.Stderr = victimErr
-	if err := victim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer victim.Process.Kill()
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.Contains(line, "escape-probe") {
-		t.Fatalf("no initialize answer: %q %v\nstderr:\n%s", line, err, victimErr.String())
-	}
+	victim := startInitialized(t, testEnv(dir, env...), append([]string{"run"}, args...)...)
 	if g, _ := spare(); g == gw {
 		t.Fatalf("the victim did not claim the spare")
 	}

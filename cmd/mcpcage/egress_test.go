@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,20 +144,7 @@ func TestRunAllowHostReaped(t *testing.T) {
 	cli := probeEngine(t)
 	_, env := egressSetup(t, cli)
 	dir := stateDir(t)
-	victim := exec.Command("mcpcage", "run", "--allow-host", "api.allowed.test", "--allow-private-addresses", "--image", cagetest.ProbeImage)
-	victim.Env = testEnv(dir, env...)
-	stdin, _ := victim.StdinPipe()
-	stdout, _ := victim.StdoutPipe()
-	victimErr := &cageBuffer{}
-	victim.Stderr = victimErr
-	if err := victim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer victim.Process.Kill()
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.Contains(line, "escape-probe") {
-		t.Fatalf("no initialize answer: %q %v\nstderr:\n%s", line, err, victimErr.String())
-	}
+	victim := startInitialized(t, testEnv(dir, env...), "run", "--allow-host", "api.allowed.test", "--allow-private-addresses", "--image", cagetest.ProbeImage)
 	pid := victim.Process.Pid
 	if c, n := ownedBy(t, cli, pid); c != 2 || n != 1 {
 		t.Fatalf("running: %d containers and %d networks, want 2 and 1", c, n)
