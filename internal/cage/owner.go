@@ -10,7 +10,10 @@ import (
 // process that started it so orphans can be told from live cages: a pid alone
 // can be reused, so the process start time (clock ticks since boot, from
 // /proc) and the boot id go with it, and the host name keeps one machine from
-// reaping another's cages on a shared engine.
+// reaping another's cages on a shared engine. The pid namespace goes with
+// them too: an mcpcage in a container or another pid namespace (same host
+// name, same kernel) numbers its processes differently, so its pid means
+// nothing here and its cages are left alone.
 const (
 	LabelCage       = "io.mcpcage.cage" // "1" on every cage
 	LabelName       = "io.mcpcage.name"
@@ -20,6 +23,7 @@ const (
 	LabelOwnerBoot  = "io.mcpcage.owner.boot"
 	LabelOwnerPID   = "io.mcpcage.owner.pid"
 	LabelOwnerStart = "io.mcpcage.owner.start"
+	LabelOwnerPIDNS = "io.mcpcage.owner.pidns"
 )
 
 // Owner identifies a process on a machine across pid reuse and reboots.
@@ -28,13 +32,14 @@ type Owner struct {
 	Boot  string // boot id; "" where the system has none we can read
 	PID   int
 	Start string // process start time in clock ticks since boot; "" when unknown
+	PIDNS string // the pid namespace, as /proc/self/ns/pid names it; "" when unknown (older labels too)
 }
 
 // Self is the current process as an Owner.
 func Self() Owner {
 	h, _ := os.Hostname()
 	pid := os.Getpid()
-	return Owner{Host: h, Boot: bootID(), PID: pid, Start: procStart(pid)}
+	return Owner{Host: h, Boot: bootID(), PID: pid, Start: procStart(pid), PIDNS: pidNamespace()}
 }
 
 // Labels are o's owner labels, for every container mcpcage starts (the
@@ -45,12 +50,13 @@ func (o Owner) Labels() map[string]string {
 		LabelOwnerBoot:  o.Boot,
 		LabelOwnerPID:   strconv.Itoa(o.PID),
 		LabelOwnerStart: o.Start,
+		LabelOwnerPIDNS: o.PIDNS,
 	}
 }
 
 func ownerFromLabels(l map[string]string) Owner {
 	pid, _ := strconv.Atoi(l[LabelOwnerPID])
-	return Owner{Host: l[LabelOwnerHost], Boot: l[LabelOwnerBoot], PID: pid, Start: l[LabelOwnerStart]}
+	return Owner{Host: l[LabelOwnerHost], Boot: l[LabelOwnerBoot], PID: pid, Start: l[LabelOwnerStart], PIDNS: l[LabelOwnerPIDNS]}
 }
 
 // OwnerState says what is known of a cage's owner from this process.
@@ -59,7 +65,7 @@ type OwnerState int
 const (
 	OwnerAlive   OwnerState = iota + 1
 	OwnerGone               // the process that started the cage no longer runs: an orphan
-	OwnerUnknown            // started from another machine: left alone
+	OwnerUnknown            // started from another machine or pid namespace: left alone
 )
 
 func (s OwnerState) String() string {
@@ -81,6 +87,9 @@ func (o Owner) State() OwnerState {
 	if o.Boot != "" && me.Boot != "" && o.Boot != me.Boot {
 		return OwnerGone
 	}
+	if o.PIDNS != "" && me.PIDNS != "" && o.PIDNS != me.PIDNS {
+		return OwnerUnknown // its pid is not ours to look up
+	}
 	if !processExists(o.PID) {
 		return OwnerGone
 	}
@@ -90,6 +99,16 @@ func (o Owner) State() OwnerState {
 		}
 	}
 	return OwnerAlive
+}
+
+// pidNamespace names the current pid namespace ("pid:[4026531836]"); "" where
+// /proc does not say.
+func pidNamespace() string {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	return ns
 }
 
 func bootID() string {

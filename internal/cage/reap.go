@@ -23,7 +23,7 @@ type Info struct {
 	Created   time.Time `json:"created"`
 	Session   string    `json:"session"`
 	OwnerPID  int       `json:"owner_pid"`
-	Owner     string    `json:"owner"` // alive, gone (an orphan) or unknown (another machine)
+	Owner     string    `json:"owner"` // alive, gone (an orphan) or unknown (another machine or pid namespace)
 }
 
 // List returns every cage container the engine has, newest first.

@@ -62,23 +62,28 @@ const (
 	LabelSpareNet  = "io.mcpcage.spare.net"  // the cage network's ID (gateway and holder)
 	LabelSpareRole = "io.mcpcage.spare.role" // gateway or holder
 	// LabelSpareMaker is the process that made the spare: its owner
-	// labels' host, boot id, pid and start time, joined by "|".
+	// labels' host, boot id, pid, start time and pid namespace, joined by
+	// "|" (older spares have no pid namespace).
 	LabelSpareMaker = "io.mcpcage.spare.maker"
 )
 
 func makerLabel() string {
 	o := Self()
-	return strings.Join([]string{o.Host, o.Boot, strconv.Itoa(o.PID), o.Start}, "|")
+	return strings.Join([]string{o.Host, o.Boot, strconv.Itoa(o.PID), o.Start, o.PIDNS}, "|")
 }
 
 // spareMaker reads LabelSpareMaker (an Owner that is unknown when absent).
 func spareMaker(labels map[string]string) Owner {
 	f := strings.Split(labels[LabelSpareMaker], "|")
-	if len(f) != 4 {
+	if len(f) != 4 && len(f) != 5 {
 		return Owner{}
 	}
 	pid, _ := strconv.Atoi(f[2])
-	return Owner{Host: f[0], Boot: f[1], PID: pid, Start: f[3]}
+	o := Owner{Host: f[0], Boot: f[1], PID: pid, Start: f[3]}
+	if len(f) == 5 {
+		o.PIDNS = f[4]
+	}
+	return o
 }
 
 // SpareAge is how long a spare waits for a session: then its gateway and
