@@ -121,18 +121,32 @@ use, points out signs of hidden instructions, and keeps a chained audit log.`,
 			}
 			m, err := progress.ParseMode(v)
 			if err != nil {
-				return usageErr(fmt.Errorf("%s: %v", from, err))
+				return refuseSession(io, cmd, fmt.Errorf("%s: %v", from, err))
 			}
 			io.Progress = m
 			return nil
 		},
 	}
 	root.PersistentFlags().StringVar(&progressFlag, "progress", "", "how much to say while installing or building: auto (plain on a terminal, else brief), plain (every phase, a line every 10 s), brief (start and end), quiet (default $"+progress.Env+", else auto)")
+	// A flag cobra cannot parse is a refused command line (exit 2) like
+	// any other.
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return refuseSession(io, cmd, err) })
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
 	root.SetErr(io.ErrOut)
 	root.AddCommand(newCommands(io, h)...)
 	return root
+}
+
+// refuseSession makes err a refused command line (exit 2). For run, whose
+// stdin is a client that has sent or will send initialize, it first answers
+// the requests waiting there, so the client shows why instead of seeing its
+// server's pipe close.
+func refuseSession(io *IOStreams, cmd *cobra.Command, err error) error {
+	if cmd.Name() == "run" && cmd.HasParent() && !cmd.Parent().HasParent() {
+		answerWaitingClient(io, fmt.Sprintf("mcpcage could not start the server: %v", err))
+	}
+	return usageErr(err)
 }
 
 // Main runs the command line and returns the exit status.
