@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,19 +27,29 @@ import (
 // A spare is the egress half of a cage made ahead of its session: a cage
 // network, a gateway on it that listens on nothing yet, and a holder
 // container on it alone, whose network namespace a cage joins
-// (--network container:HOLDER). A session with --allow-host claims the
-// spare of its MCPCAGE_HOME, if there is one, instead of making its own,
-// and once its cage runs makes the next one in the background. Starting a
-// gateway and a container on a network is what took the seconds.
+// (--network container:HOLDER). A session with --allow-host claims a
+// spare of its MCPCAGE_HOME, if there is one, instead of making its own.
+// Starting a gateway and a container on a network is what took the seconds.
+//
+// A home has SpareSlots slots. Each live session with --allow-host keeps a
+// spare ready for the next start (spareKeeper): once its cage runs it makes
+// one if fewer are ready than there are live sessions (at most
+// SpareSlots), and it replaces the one it made before that one is too old
+// to claim (SpareSpec.Renew), so N servers started together each find one
+// on the next start, and while any session of the home runs there is a
+// fresh one. With no session left, the spares wait out their age and go.
 //
 // What keeps it safe:
-//   - one per MCPCAGE_HOME: the gateway's and holder's names are the home's
-//     (the engine refuses a second container of a name);
-//   - used once: a session claims it by renaming both to its own names,
-//     under a lock file in MCPCAGE_HOME that every claim takes, so two
-//     sessions never both find it; a spare that does not match the session
-//     (another upstream network, another mcpcage build, other CA files)
-//     is not claimed;
+//   - at most SpareSlots a home: a spare's gateway and holder are named
+//     after the home and the slot (the engine refuses a second container of
+//     a name); a spare is made only under its slot's lock file, so two
+//     makers never build in one slot;
+//   - used once: a session claims one by renaming both to its own names,
+//     under a lock file in MCPCAGE_HOME that every claim and every check
+//     takes (held from the choice to the renames), so no two claims take
+//     the same spare; a spare that does not match the session (another
+//     upstream network, another mcpcage build, other CA files), or whose
+//     slot's maker is still at work, is not claimed;
 //   - the policy comes at the claim: the gateway reads it (an egress.Claim
 //     line) from its stdin and only then listens, so an unclaimed gateway
 //     decides nothing and reports nothing;
@@ -90,13 +101,22 @@ func spareMaker(labels map[string]string) Owner {
 // holder exit, and the engine removes them.
 const SpareAge = 10 * time.Minute
 
-// SpareSpec says whose spare: the state directory (one spare each, its
-// lock file there) and the upstream network.
+// SpareSlots is how many spares a home keeps at most. Each takes an
+// internal network from the engine's address pools (about 30 with
+// Docker's defaults, shared with every other network of the machine) and
+// two idle containers; an AI client starts a handful of servers at once.
+const SpareSlots = 4
+
+// SpareSpec says whose spares: the state directory (its lock files there)
+// and the upstream network.
 type SpareSpec struct {
 	Home     string
 	Upstream string // "": Docker's default bridge
-	// MaxAge is how long the spare waits for a session (0: SpareAge).
+	// MaxAge is how long a spare waits for a session (0: SpareAge).
 	MaxAge time.Duration
+	// Renew is the age at which a live session replaces the spare it made
+	// (0: four fifths of MaxAge, 8 minutes), before it is too old to claim.
+	Renew time.Duration
 }
 
 func (s SpareSpec) maxAge() time.Duration {
@@ -110,6 +130,17 @@ func (s SpareSpec) maxAge() time.Duration {
 // during its claim is left to expire.
 func (s SpareSpec) claimable() time.Duration { return s.maxAge() - s.maxAge()/10 }
 
+func (s SpareSpec) renew() time.Duration {
+	if s.Renew > 0 {
+		return s.Renew
+	}
+	return s.maxAge() * 4 / 5
+}
+
+// every is how often a live session looks at the home's spares: often
+// enough that its own is replaced soon after it is due (20 s of 8 min).
+func (s SpareSpec) every() time.Duration { return max(s.renew()/24, time.Second) }
+
 func (s SpareSpec) upstream() string {
 	if s.Upstream == "" {
 		return "bridge"
@@ -117,10 +148,37 @@ func (s SpareSpec) upstream() string {
 	return s.Upstream
 }
 
-// spareNames are the unclaimed spare's container names, and its network's.
-func spareNames(home string) (gw, hold, net string) {
-	base := "mcpcage-spare-" + homeHash(home)
+// spareNames are a slot's unclaimed spare's container names, and its
+// network's (which gets a suffix).
+func spareNames(home string, slot int) (gw, hold, net string) {
+	base := spareBase(home) + strconv.Itoa(slot)
 	return base + "-egress", base + "-hold", base + "-net"
+}
+
+func spareBase(home string) string { return "mcpcage-spare-" + homeHash(home) + "-" }
+
+// spareSlotOf is the slot of an unclaimed spare's container name, or -1
+// (claimed: renamed; or not a spare of this build's names).
+func spareSlotOf(home, name string) int {
+	rest, ok := strings.CutPrefix(strings.TrimPrefix(name, "/"), spareBase(home))
+	if !ok {
+		return -1
+	}
+	n, role, ok := strings.Cut(rest, "-")
+	slot, err := strconv.Atoi(n)
+	if !ok || err != nil || slot < 0 || slot >= SpareSlots || strconv.Itoa(slot) != n || role != "egress" && role != "hold" {
+		return -1
+	}
+	return slot
+}
+
+// spareLocks is the folder of a home's slot and session lock files.
+func spareLocks(home string) (string, error) {
+	dir := filepath.Join(home, "egress-spares")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("cannot make %s: %v", dir, err)
+	}
+	return dir, nil
 }
 
 func homeHash(home string) string {
@@ -154,53 +212,101 @@ func spareKey(s SpareSpec, bin string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
-// spareState is what the engine has under a home's spare names.
-type spareState struct {
-	gw, hold *container.InspectResponse // nil: none
+// slot is what the engine has under a slot's names; making says that its
+// slot lock is held by another (a maker at work on it).
+type slot struct {
+	gw, hold *container.Summary // nil: none
+	making   bool
+	unlock   func() // the slot lock, when this check holds it
 }
 
-func inspectSpare(ctx context.Context, cli *client.Client, home string) (spareState, error) {
-	gwName, holdName, _ := spareNames(home)
-	var st spareState
-	for _, x := range []struct {
-		name string
-		dst  **container.InspectResponse
-	}{{gwName, &st.gw}, {holdName, &st.hold}} {
-		info, err := cli.ContainerInspect(ctx, x.name)
-		if cerrdefs.IsNotFound(err) {
-			continue
+func (sl *slot) empty() bool { return sl.gw == nil && sl.hold == nil }
+
+// age is the older half's.
+func (sl *slot) age() time.Duration {
+	var d time.Duration
+	for _, c := range []*container.Summary{sl.gw, sl.hold} {
+		if c != nil {
+			d = max(d, time.Since(time.Unix(c.Created, 0)))
 		}
-		if err != nil {
-			return st, fmt.Errorf("cannot inspect the spare %s: %s", x.name, oneLine(err))
-		}
-		*x.dst = &info
 	}
-	return st, nil
+	return d
 }
 
-// claimable says whether st is a whole spare of key, running, young
-// enough to claim.
-func (st spareState) claimable(key string, maxAge time.Duration) bool {
-	if st.gw == nil || st.hold == nil {
+// claimable says whether sl is a whole spare of key, running, young
+// enough to claim, and not being made.
+func (sl *slot) claimable(key string, maxAge time.Duration) bool {
+	if sl.making || sl.gw == nil || sl.hold == nil {
 		return false
 	}
-	for _, c := range []*container.InspectResponse{st.gw, st.hold} {
-		if c.Config == nil || c.Config.Labels[LabelSpare] != key || c.State == nil || !c.State.Running {
-			return false
-		}
-		started, err := time.Parse(time.RFC3339Nano, c.State.StartedAt)
-		if err != nil || time.Since(started) > maxAge {
+	for _, c := range []*container.Summary{sl.gw, sl.hold} {
+		if c.Labels[LabelSpare] != key || c.State != "running" {
 			return false
 		}
 	}
-	return st.gw.Config.Labels[LabelSpareNet] != "" && st.gw.Config.Labels[LabelSpareNet] == st.hold.Config.Labels[LabelSpareNet]
+	return sl.age() <= maxAge && sl.gw.Labels[LabelSpareNet] != "" && sl.gw.Labels[LabelSpareNet] == sl.hold.Labels[LabelSpareNet]
 }
 
-// ClaimSpare takes the home's spare for a session, hands its gateway the
-// session's policy and returns it once it listens: the cage joins
-// Gateway.Network. It returns nil and no error when there is no spare to
-// take (the session makes its own gateway then). On error nothing of the
-// claimed spare is left.
+// spares are a home's slots.
+type spares []slot
+
+// readSpares reads the home's slots; hold lockSpare. With lock, each
+// slot's lock is tried too: a slot whose lock another holds is being
+// made; the others' locks are held until release.
+func readSpares(ctx context.Context, cli *client.Client, home string, lock bool) (spares, error) {
+	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelSpareHome+"="+homeHash(home)))})
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the spares: %s", oneLine(err))
+	}
+	sp := make(spares, SpareSlots)
+	for i := range cs {
+		c := &cs[i]
+		if len(c.Names) == 0 {
+			continue
+		}
+		n := spareSlotOf(home, c.Names[0])
+		if n < 0 {
+			continue
+		}
+		if c.Labels[LabelSpareRole] == "holder" {
+			sp[n].hold = c
+		} else {
+			sp[n].gw = c
+		}
+	}
+	if !lock {
+		return sp, nil
+	}
+	dir, err := spareLocks(home)
+	if err != nil {
+		return nil, err
+	}
+	for i := range sp {
+		unlock, ok, err := tryLock(filepath.Join(dir, "slot-"+strconv.Itoa(i)+".lock"))
+		if err != nil {
+			sp.release()
+			return nil, err
+		}
+		sp[i].making, sp[i].unlock = !ok, unlock
+	}
+	return sp, nil
+}
+
+// release drops the slot locks held.
+func (sp spares) release() {
+	for i := range sp {
+		if sp[i].unlock != nil {
+			sp[i].unlock()
+			sp[i].unlock = nil
+		}
+	}
+}
+
+// ClaimSpare takes a spare of the home for a session (the oldest it may
+// claim), hands its gateway the session's policy and returns it once it
+// listens: the cage joins Gateway.Network. It returns nil and no error when
+// there is no spare to take (the session makes its own gateway then). On
+// error nothing of the claimed spare is left.
 func ClaimSpare(ctx context.Context, cli *client.Client, s SpareSpec, spec EgressSpec) (*Gateway, error) {
 	bin, err := GatewayBinary()
 	if err != nil {
@@ -214,19 +320,30 @@ func ClaimSpare(ctx context.Context, cli *client.Client, s SpareSpec, spec Egres
 	if err != nil {
 		return nil, nil
 	}
-	st, err := inspectSpare(ctx, cli, s.Home)
-	if err != nil || !st.claimable(key, s.claimable()) {
+	sp, err := readSpares(ctx, cli, s.Home, true)
+	if err != nil {
+		unlock()
+		return nil, nil
+	}
+	sp.release() // no maker takes a slot lock without the home's lock
+	var take *slot
+	for i := range sp {
+		if sp[i].claimable(key, s.claimable()) && (take == nil || sp[i].age() > take.age()) {
+			take = &sp[i]
+		}
+	}
+	if take == nil {
 		unlock()
 		return nil, nil
 	}
 	base := "mcpcage-" + strings.ToLower(spec.Name) + "-" + randomHex(3)
-	g := &Gateway{cli: cli, id: st.gw.ID, holder: st.hold.ID, netID: st.gw.Config.Labels[LabelSpareNet], events: make(chan struct{})}
-	if err := cli.ContainerRename(ctx, st.gw.ID, base+"-egress"); err != nil {
+	g := &Gateway{cli: cli, id: take.gw.ID, holder: take.hold.ID, netID: take.gw.Labels[LabelSpareNet], events: make(chan struct{})}
+	if err := cli.ContainerRename(ctx, take.gw.ID, base+"-egress"); err != nil {
 		unlock()
 		return nil, nil // still the spare, or gone: not ours either way
 	}
 	// From here on it is this session's: no other claim can find it.
-	renameErr := cli.ContainerRename(ctx, st.hold.ID, base+"-hold")
+	renameErr := cli.ContainerRename(ctx, take.hold.ID, base+"-hold")
 	unlock()
 	fail := func(err error) (*Gateway, error) {
 		if g.hijack != nil {
@@ -272,11 +389,31 @@ func ClaimSpare(ctx context.Context, cli *client.Client, s SpareSpec, spec Egres
 	return g, nil
 }
 
-// PrepareSpare makes the home's spare unless a usable one is there (or
-// being made by a live process). A stale one (expired, of another key,
-// half made by a process that is gone) is removed first. On error or
-// cancellation what it made is removed.
+// PrepareSpare makes a spare for the home unless enough are ready or being
+// made: one for each live session (spareKeeper), at least one, at most
+// SpareSlots. What is stale (expired, of another key, half made by a
+// maker no longer at it) is removed first. On error or cancellation what
+// it made is removed.
 func PrepareSpare(ctx context.Context, cli *client.Client, s SpareSpec) error {
+	return (&spareKeeper{cli: cli, s: s}).keep(ctx)
+}
+
+// spareKeeper is a live session's care of the home's spares: one of them
+// its own, made by it, replaced when it is due.
+type spareKeeper struct {
+	cli *client.Client
+	s   SpareSpec
+	// mine is the gateway ID of the spare it made last (it may have been
+	// claimed since).
+	mine string
+}
+
+// keep is one look at the home's spares: a stale one removed; the
+// keeper's own replaced when due; a new one made when fewer than the live
+// sessions (at most SpareSlots) are ready or being made and the keeper's
+// own is not among them.
+func (k *spareKeeper) keep(ctx context.Context) error {
+	s, cli := k.s, k.cli
 	bin, err := GatewayBinary()
 	if err != nil {
 		return err
@@ -292,28 +429,169 @@ func PrepareSpare(ctx context.Context, cli *client.Client, s SpareSpec) error {
 	if err != nil {
 		return err
 	}
-	st, err := inspectSpare(ctx, cli, s.Home)
+	sp, err := readSpares(ctx, cli, s.Home, true)
 	if err != nil {
 		unlock()
 		return err
 	}
-	if st.claimable(key, s.claimable()) || st.beingMade() {
+	defer sp.release()
+	// What is removed is first taken off the slots' names under the lock
+	// (retire), then removed once it is dropped: a claim never waits on a
+	// removal.
+	var retired []slot
+	done := func(err error) error {
 		unlock()
-		return nil
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+		defer cancel()
+		for i := range retired {
+			if rerr := retired[i].remove(rctx, cli); err == nil {
+				err = rerr
+			}
+		}
+		retired = nil
+		return err
 	}
-	err = st.remove(ctx, cli)
+	retire := func(sl *slot) error {
+		r, err := sl.retire(ctx, cli, s.Home)
+		retired = append(retired, r)
+		return err
+	}
+	live, err := liveSessions(s.Home)
+	if err != nil {
+		return done(err)
+	}
+	mine, have := -1, 0
+	for i := range sp {
+		sl := &sp[i]
+		switch {
+		case sl.making:
+			have++
+		case sl.claimable(key, s.claimable()):
+			if sl.gw.ID == k.mine {
+				mine = i
+			}
+			if sl.age() < s.renew() {
+				have++
+			}
+		case !sl.empty():
+			if err := retire(sl); err != nil {
+				return done(err)
+			}
+		}
+	}
+	if mine >= 0 && sp[mine].age() < s.renew() {
+		return done(nil) // its own is ready
+	}
+	if have >= min(max(live, 1), SpareSlots) {
+		// Enough without its own: that one (due) goes.
+		if mine >= 0 {
+			err = retire(&sp[mine])
+		}
+		return done(err)
+	}
+	// A slot: an empty one, else one whose spare is due and has no live
+	// maker to replace it, else its own.
+	at := -1
+	for i := range sp {
+		if !sp[i].making && sp[i].empty() {
+			at = i
+			break
+		}
+	}
+	for i := range sp {
+		if at < 0 && i != mine && !sp[i].making && sp[i].gw != nil && sp[i].age() >= s.renew() && spareMaker(sp[i].gw.Labels).State() != OwnerAlive {
+			at = i
+		}
+	}
+	if at < 0 {
+		at = mine
+	}
+	if at < 0 {
+		return done(nil) // every slot holds a spare its live maker keeps
+	}
+	if !sp[at].empty() {
+		if err := retire(&sp[at]); err != nil {
+			return done(err)
+		}
+		if at == mine {
+			mine = -1
+		}
+	}
+	// Only the chosen slot's lock is kept while the spare is made.
+	slotUnlock := sp[at].unlock
+	sp[at].unlock = nil
+	sp.release()
+	err = done(nil)
 	if err == nil {
 		err = removeSpareNetworks(ctx, cli, s.Home, time.Minute)
 	}
-	unlock()
+	if err != nil {
+		slotUnlock()
+		return err
+	}
+	id, err := makeSpare(ctx, cli, s, key, bin, at)
+	slotUnlock()
 	if err != nil {
 		return err
 	}
+	old := k.mine
+	k.mine = id
+	if mine < 0 {
+		return nil
+	}
+	// The one it replaces goes, unless claimed meanwhile.
+	if unlock, err = lockSpare(s.Home); err != nil {
+		return err
+	}
+	now, err := readSpares(ctx, cli, s.Home, false)
+	if err == nil && now[mine].gw != nil && now[mine].gw.ID == old {
+		err = retire(&now[mine])
+	}
+	return done(err)
+}
+
+// retire takes the slot's spare off the slot's names, under the home's
+// lock: no claim finds it any more, and the slot is free. It returns what
+// it took, to remove after the lock. A retired spare that is not removed
+// (its remover killed) exits at its age, as an unclaimed one does.
+func (sl *slot) retire(ctx context.Context, cli *client.Client, home string) (slot, error) {
+	var took slot
+	base := spareBase(home) + "retired-" + randomHex(4)
+	for _, c := range []**container.Summary{&sl.gw, &sl.hold} {
+		if *c == nil {
+			continue
+		}
+		name := base + "-egress"
+		if (*c).Labels[LabelSpareRole] == "holder" {
+			name = base + "-hold"
+			took.hold = *c
+		} else {
+			took.gw = *c
+		}
+		if err := cli.ContainerRename(ctx, (*c).ID, name); err != nil && !cerrdefs.IsNotFound(err) {
+			// What is still under the slot's names is not taken: a
+			// claim may find it.
+			if took.hold == *c {
+				took.hold = nil
+			} else {
+				took.gw = nil
+			}
+			return took, fmt.Errorf("cannot retire the spare %s: %s", (*c).ID[:12], oneLine(err))
+		}
+		*c = nil
+	}
+	return took, nil
+}
+
+// makeSpare makes a spare in the slot (whose lock the caller holds) and
+// returns its gateway's ID. On error or cancellation what it made is
+// removed.
+func makeSpare(ctx context.Context, cli *client.Client, s SpareSpec, key, bin string, slot int) (string, error) {
 	img, err := GatewayImage(ctx, cli, bin)
 	if err != nil {
-		return err
+		return "", err
 	}
-	gwName, holdName, netName := spareNames(s.Home)
+	gwName, holdName, netName := spareNames(s.Home, slot)
 	labels := map[string]string{LabelSpareMaker: makerLabel()}
 	labels[LabelEgress] = "1"
 	labels[LabelSpare] = key
@@ -321,16 +599,16 @@ func PrepareSpare(ctx context.Context, cli *client.Client, s SpareSpec) error {
 	var made []string // containers, then the network last
 	netID, subnet, err := createCageNetwork(ctx, cli, netName+"-"+randomHex(3), labels)
 	if err != nil {
-		return err
+		return "", err
 	}
-	fail := func(err error) error {
+	fail := func(err error) (string, error) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 		defer cancel()
 		for i := len(made) - 1; i >= 0; i-- {
 			_ = cli.ContainerRemove(rctx, made[i], container.RemoveOptions{Force: true})
 		}
 		_ = cli.NetworkRemove(rctx, netID)
-		return err
+		return "", err
 	}
 	labels[LabelSpareNet] = netID
 	labels[LabelSpareRole] = "gateway"
@@ -400,7 +678,7 @@ func PrepareSpare(ctx context.Context, cli *client.Client, s SpareSpec) error {
 	if ctx.Err() != nil {
 		return fail(ctx.Err())
 	}
-	return nil
+	return c.ID, nil
 }
 
 // spareStdin makes a spare's container wait on a stdin only its claimer
@@ -413,28 +691,22 @@ func spareStdin(cfg *container.Config, hc *container.HostConfig) {
 	hc.AutoRemove = true
 }
 
-// beingMade says whether the spare is incomplete and its maker still runs.
-func (st spareState) beingMade() bool {
-	for _, c := range []*container.InspectResponse{st.gw, st.hold} {
-		if c != nil && c.Config != nil && spareMaker(c.Config.Labels).State() == OwnerAlive {
-			return st.gw == nil || st.hold == nil || !st.gw.State.Running || !st.hold.State.Running
-		}
-	}
-	return false
-}
-
-// remove removes what is under the spare's names, and its network.
-func (st spareState) remove(ctx context.Context, cli *client.Client) error {
+// remove removes what is under the slot's names, and its network.
+func (sl *slot) remove(ctx context.Context, cli *client.Client) error {
 	var nets []string
-	for _, c := range []*container.InspectResponse{st.hold, st.gw} {
+	for _, c := range []*container.Summary{sl.hold, sl.gw} {
 		if c == nil {
 			continue
 		}
 		if err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
-			return fmt.Errorf("cannot remove the stale spare %s: %s", strings.TrimPrefix(c.Name, "/"), oneLine(err))
+			name := ""
+			if len(c.Names) > 0 {
+				name = strings.TrimPrefix(c.Names[0], "/")
+			}
+			return fmt.Errorf("cannot remove the stale spare %s: %s", name, oneLine(err))
 		}
-		if c.Config != nil && c.Config.Labels[LabelSpareNet] != "" {
-			nets = append(nets, c.Config.Labels[LabelSpareNet])
+		if n := c.Labels[LabelSpareNet]; n != "" && !slices.Contains(nets, n) {
+			nets = append(nets, n)
 		}
 	}
 	for _, n := range nets {
@@ -523,42 +795,116 @@ func reapSpares(ctx context.Context, cli *client.Client) ([]string, error) {
 func spareNetworkInUse(ctx context.Context, cli *client.Client, id string) bool {
 	ni, err := cli.NetworkInspect(ctx, id, network.InspectOptions{})
 	return err != nil || len(ni.Containers) > 0
+
 }
 
-// prepareNext makes the home's next spare in the background once the
-// session's cage has had delay to start; Stop cancels it (removing what it
-// made) and waits for it.
+// registerSession counts the session among the home's live ones (its lock
+// file, held until release; the kernel drops it with the process).
+func registerSession(home string) (func(), error) {
+	dir, err := spareLocks(home)
+	if err != nil {
+		return nil, err
+	}
+	// Under the home's lock: a count (which removes the files no one
+	// holds) never sees this one before it is held.
+	unlock, err := lockSpare(home)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	release, ok, err := tryLock(filepath.Join(dir, "session-"+randomHex(8)+".lock"))
+	if err == nil && !ok {
+		err = errors.New("a new session's lock file is held by another")
+	}
+	return release, err
+}
+
+// liveSessions counts the home's live sessions, removing the lock files
+// of those that are gone. Hold lockSpare.
+func liveSessions(home string) (int, error) {
+	dir, err := spareLocks(home)
+	if err != nil {
+		return 0, err
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("cannot read %s: %v", dir, err)
+	}
+	n := 0
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), "session-") {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		unlock, ok, err := tryLock(path)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			n++
+			continue
+		}
+		os.Remove(path)
+		unlock()
+	}
+	return n, nil
+}
+
+// prepareNext keeps the home's spares while the session runs (spareKeeper),
+// beginning once its cage has had delay to start; Stop ends it (removing
+// what it was making; what it made stays for the next start) and waits
+// for it.
 func (g *Gateway) prepareNext(s SpareSpec, delay time.Duration, log io.Writer) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	g.spareCancel, g.spareDone = cancel, done
 	go func() {
 		defer close(done)
-		select {
-		case <-time.After(delay):
-		case <-ctx.Done():
+		var said string
+		note := func(err error) {
+			if err != nil && ctx.Err() == nil && log != nil && err.Error() != said {
+				said = err.Error()
+				fmt.Fprintf(log, "mcpcage: note: the next session's egress gateway could not be made ahead (%s); it will start its own\n", printable(said, 300))
+			}
+		}
+		release, err := registerSession(s.Home)
+		if err != nil {
+			note(err)
 			return
 		}
-		if err := PrepareSpare(ctx, g.cli, s); err != nil && ctx.Err() == nil && log != nil {
-			fmt.Fprintf(log, "mcpcage: note: the next session's egress gateway could not be made ahead (%s); it will start its own\n", printable(err.Error(), 300))
+		defer release()
+		k := &spareKeeper{cli: g.cli, s: s}
+		for wait := delay; ; wait = s.every() {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return
+			}
+			note(k.keep(ctx))
 		}
 	}()
 }
 
 // SpareOf returns the IDs of the home's unclaimed spare gateway and holder
-// ("" for one that is not there).
+// in the lowest slot that has either ("" for one that is not there).
 func SpareOf(ctx context.Context, cli *client.Client, home string) (gateway, holder string, err error) {
-	st, err := inspectSpare(ctx, cli, home)
-	if st.gw != nil {
-		gateway = st.gw.ID
-	}
-	if st.hold != nil {
-		holder = st.hold.ID
+	sp, err := readSpares(ctx, cli, home, false)
+	for _, sl := range sp {
+		if sl.empty() {
+			continue
+		}
+		if sl.gw != nil {
+			gateway = sl.gw.ID
+		}
+		if sl.hold != nil {
+			holder = sl.hold.ID
+		}
+		break
 	}
 	return gateway, holder, err
 }
 
-// RemoveSpare removes the home's unclaimed spare and every spare network
+// RemoveSpare removes the home's unclaimed spares and every spare network
 // of the home that no container uses.
 func RemoveSpare(ctx context.Context, cli *client.Client, home string) error {
 	unlock, err := lockSpare(home)
@@ -566,9 +912,11 @@ func RemoveSpare(ctx context.Context, cli *client.Client, home string) error {
 		return err
 	}
 	defer unlock()
-	st, err := inspectSpare(ctx, cli, home)
-	if err == nil {
-		err = st.remove(ctx, cli)
+	sp, err := readSpares(ctx, cli, home, false)
+	for i := range sp {
+		if err == nil {
+			err = sp[i].remove(ctx, cli)
+		}
 	}
 	if err != nil {
 		return err

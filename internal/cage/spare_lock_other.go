@@ -8,3 +8,7 @@ import "errors"
 func lockSpare(string) (func(), error) {
 	return nil, errors.New("no egress spares on this system")
 }
+
+func tryLock(string) (func(), bool, error) {
+	return nil, false, errors.New("no egress spares on this system")
+}

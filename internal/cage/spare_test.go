@@ -3,11 +3,14 @@ package cage
 import (
 	"context"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 
@@ -61,8 +64,8 @@ func TestEgressSpareClaimed(t *testing.T) {
 	if gw.holder == "" || gw.Network() != "container:"+gw.holder {
 		t.Fatalf("the claimed gateway's cage network is %q", gw.Network())
 	}
-	if st, err := inspectSpare(context.Background(), cli, s.Home); err != nil || st.gw != nil || st.hold != nil {
-		t.Fatalf("the spare's names are still taken after the claim: %+v %v", st, err)
+	if g, h, err := SpareOf(context.Background(), cli, s.Home); err != nil || g != "" || h != "" {
+		t.Fatalf("the spare's names are still taken after the claim: %s %s %v", g, h, err)
 	}
 	p := probeBehind(t, cli, in, gw, NewSession())
 	checkByName(t, cli, in, p, gw, ev)
@@ -141,11 +144,15 @@ func TestEgressSpareStale(t *testing.T) {
 	if err := PrepareSpare(ctx, cli, s); err != nil {
 		t.Fatal(err)
 	}
-	st, err := inspectSpare(ctx, cli, s.Home)
-	if err != nil || st.gw == nil || st.hold == nil {
-		t.Fatalf("no spare made: %+v %v", st, err)
+	gwID, holdID, err := SpareOf(ctx, cli, s.Home)
+	if err != nil || gwID == "" || holdID == "" {
+		t.Fatalf("no spare made: %s %s %v", gwID, holdID, err)
 	}
-	gwID, holdID, netID := st.gw.ID, st.hold.ID, st.gw.Config.Labels[LabelSpareNet]
+	info, err := cli.ContainerInspect(ctx, gwID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	netID := info.Config.Labels[LabelSpareNet]
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
 		if gone(cli, gwID) && gone(cli, holdID) {
 			break
@@ -160,9 +167,15 @@ func TestEgressSpareStale(t *testing.T) {
 	if err := PrepareSpare(ctx, cli, s); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := inspectSpare(ctx, cli, s.Home); st.gw == nil || st.gw.Config.Labels[LabelSpareNet] == netID {
-		t.Fatalf("no new spare after an expired one")
+	old, _, _ := SpareOf(ctx, cli, s.Home)
+	if old == "" {
+		t.Fatal("no new spare after an expired one")
 	}
+	if info, err := cli.ContainerInspect(ctx, old); err != nil || info.Config.Labels[LabelSpareNet] == netID {
+		t.Fatalf("no new spare after an expired one: %v", err)
+	}
+	info, _ = cli.ContainerInspect(ctx, old)
+	oldNet := info.Config.Labels[LabelSpareNet]
 
 	other := s
 	other.Upstream = "bridge"
@@ -171,12 +184,6 @@ func TestEgressSpareStale(t *testing.T) {
 		gw.Stop(ctx)
 		t.Fatalf("a spare for another upstream network was claimed: %v", err)
 	}
-	st, _ = inspectSpare(ctx, cli, s.Home)
-	if st.gw == nil {
-		t.Fatal("no spare")
-	}
-	old := st.gw.ID
-	oldNet := st.gw.Config.Labels[LabelSpareNet]
 	if err := PrepareSpare(ctx, cli, other); err != nil {
 		t.Fatal(err)
 	}
@@ -186,8 +193,7 @@ func TestEgressSpareStale(t *testing.T) {
 	if _, err := cli.NetworkInspect(ctx, oldNet, network.InspectOptions{}); !cerrdefs.IsNotFound(err) {
 		t.Errorf("the replaced spare's network is left: %v", err)
 	}
-	st, _ = inspectSpare(ctx, cli, s.Home)
-	if st.gw == nil || st.gw.ID == old {
+	if g, _, _ := SpareOf(ctx, cli, s.Home); g == "" || g == old {
 		t.Errorf("no new spare")
 	}
 }
@@ -195,4 +201,136 @@ func TestEgressSpareStale(t *testing.T) {
 func gone(cli *client.Client, id string) bool {
 	_, err := cli.ContainerInspect(context.Background(), id)
 	return cerrdefs.IsNotFound(err)
+}
+
+// readySpares are the home's spares waiting for a claim: gateway ID to
+// holder ID, both running under a spare's names on one network.
+func readySpares(t *testing.T, cli *client.Client, home string) map[string]string {
+	t.Helper()
+	cs, err := cli.ContainerList(context.Background(), container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelSpareHome+"="+homeHash(home)))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gws, holds := map[string]string{}, map[string]string{} // network: container
+	for _, c := range cs {
+		if len(c.Names) == 0 || !strings.HasPrefix(strings.TrimPrefix(c.Names[0], "/"), "mcpcage-spare-") || c.State != "running" {
+			continue
+		}
+		if c.Labels[LabelSpareRole] == "holder" {
+			holds[c.Labels[LabelSpareNet]] = c.ID
+		} else {
+			gws[c.Labels[LabelSpareNet]] = c.ID
+		}
+	}
+	ready := map[string]string{}
+	for n, g := range gws {
+		if h := holds[n]; h != "" {
+			ready[g] = h
+		}
+	}
+	return ready
+}
+
+// waitSpares polls until cond holds of the home's ready spares, for up to
+// ninety seconds (the engine is shared and slow).
+func waitSpares(t *testing.T, cli *client.Client, home, what string, cond func(map[string]string) bool) map[string]string {
+	t.Helper()
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		if r := readySpares(t, cli, home); cond(r) {
+			return r
+		}
+	}
+	t.Fatalf("waited ninety seconds for %s; ready: %v", what, readySpares(t, cli, home))
+	return nil
+}
+
+// liveSession starts a session's own gateway for the home and keeps its
+// spares as Up does (at once here); the test's end stops it.
+func liveSession(t *testing.T, cli *client.Client, s SpareSpec, pol egress.Policy) *Gateway {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	gw, err := StartGateway(ctx, cli, EgressSpec{Policy: pol, Upstream: s.Upstream, Session: NewSession(), Name: "egress-probe", Log: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Stop(context.Background()) })
+	gw.prepareNext(s, 0, os.Stderr)
+	return gw
+}
+
+// Two live sessions of a home keep a spare each: two starts together then
+// both claim one, each a different one (an AI client restarting its
+// servers). With one spare a home, the second paid the full start.
+func TestEgressSparesTwoSessions(t *testing.T) {
+	cli, _ := dockerAndProbe(t)
+	in := testInternet(t, cli)
+	staticGateway(t)
+	s := SpareSpec{Home: t.TempDir(), Upstream: in.Network}
+	t.Cleanup(func() { removeSpareOf(t, cli, s.Home) })
+	pol, _ := egress.ParsePolicy([]string{"api.allowed.test"}, true)
+	liveSession(t, cli, s, pol)
+	liveSession(t, cli, s, pol)
+	ready := waitSpares(t, cli, s.Home, "a spare for each of two live sessions", func(r map[string]string) bool { return len(r) >= 2 })
+	gws := make([]*Gateway, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range gws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			gws[i], errs[i] = claimFor(t, cli, s, pol, &eventLog{})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	seen := map[string]bool{}
+	for i, gw := range gws {
+		if errs[i] != nil || gw == nil {
+			t.Fatalf("claim %d of two found no spare (%v); there were %d", i, errs[i], len(ready))
+		}
+		defer gw.Stop(context.Background())
+		if ready[gw.id] == "" || ready[gw.id] != gw.holder {
+			t.Errorf("claim %d took %s/%s, not one of the ready spares %v", i, gw.id, gw.holder, ready)
+		}
+		if seen[gw.id] {
+			t.Errorf("two claims took the spare %s", gw.id)
+		}
+		seen[gw.id] = true
+	}
+}
+
+// A live session replaces the spare it made before that spare would be
+// too old to claim: a new one is ready and the old one is removed (not
+// left to expire), with its network.
+func TestEgressSpareRenewed(t *testing.T) {
+	cli, _ := dockerAndProbe(t)
+	in := testInternet(t, cli)
+	staticGateway(t)
+	s := SpareSpec{Home: t.TempDir(), Upstream: in.Network, Renew: 5 * time.Second}
+	t.Cleanup(func() { removeSpareOf(t, cli, s.Home) })
+	pol, _ := egress.ParsePolicy([]string{"api.allowed.test"}, true)
+	liveSession(t, cli, s, pol)
+	var first string
+	for g := range waitSpares(t, cli, s.Home, "the session's spare", func(r map[string]string) bool { return len(r) == 1 }) {
+		first = g
+	}
+	info, err := cli.ContainerInspect(context.Background(), first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstNet := info.Config.Labels[LabelSpareNet]
+	waitSpares(t, cli, s.Home, "the spare renewed", func(r map[string]string) bool {
+		return len(r) == 1 && r[first] == "" && gone(cli, first)
+	})
+	if _, err := cli.NetworkInspect(context.Background(), firstNet, network.InspectOptions{}); !cerrdefs.IsNotFound(err) {
+		t.Errorf("the replaced spare's network is left: %v", err)
+	}
+	gw, err := claimFor(t, cli, s, pol, &eventLog{})
+	if err != nil || gw == nil {
+		t.Fatalf("the renewed spare was not claimed: %v %v", gw, err)
+	}
+	gw.Stop(context.Background())
 }
