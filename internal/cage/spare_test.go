@@ -44,6 +44,25 @@ func claimFor(t *testing.T, cli *client.Client, s SpareSpec, pol egress.Policy, 
 	return ClaimSpare(ctx, cli, s, EgressSpec{Policy: pol, Upstream: s.Upstream, Session: NewSession(), Name: "egress-probe", Events: ev.add, Log: os.Stderr})
 }
 
+// claimsTogether makes n claims of the home's spares at once.
+func claimsTogether(t *testing.T, cli *client.Client, s SpareSpec, pol egress.Policy, n int) ([]*Gateway, []error) {
+	gws := make([]*Gateway, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range gws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			gws[i], errs[i] = claimFor(t, cli, s, pol, &eventLog{})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return gws, errs
+}
+
 // A claimed spare is a session's gateway like one made for it: the probe
 // in the holder's namespace reaches what the policy handed over at the
 // claim allows and nothing else, each attempt is an event, and the stop
@@ -101,21 +120,7 @@ func TestEgressSpareRace(t *testing.T) {
 	in := testInternet(t, cli)
 	s := prepared(t, cli, in.Network)
 	pol, _ := egress.ParsePolicy([]string{"api.allowed.test"}, true)
-	const n = 4
-	gws := make([]*Gateway, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range gws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			gws[i], errs[i] = claimFor(t, cli, s, pol, &eventLog{})
-		}()
-	}
-	close(start)
-	wg.Wait()
+	gws, errs := claimsTogether(t, cli, s, pol, 4)
 	got := 0
 	for i, gw := range gws {
 		if errs[i] != nil {
@@ -272,20 +277,7 @@ func TestEgressSparesTwoSessions(t *testing.T) {
 	liveSession(t, cli, s, pol)
 	liveSession(t, cli, s, pol)
 	ready := waitSpares(t, cli, s.Home, "a spare for each of two live sessions", func(r map[string]string) bool { return len(r) >= 2 })
-	gws := make([]*Gateway, 2)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range gws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			gws[i], errs[i] = claimFor(t, cli, s, pol, &eventLog{})
-		}()
-	}
-	close(start)
-	wg.Wait()
+	gws, errs := claimsTogether(t, cli, s, pol, 2)
 	seen := map[string]bool{}
 	for i, gw := range gws {
 		if errs[i] != nil || gw == nil {
