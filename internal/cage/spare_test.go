@@ -326,3 +326,31 @@ func TestEgressSpareRenewed(t *testing.T) {
 	}
 	gw.Stop(context.Background())
 }
+
+// Only a slot's own names are the slot's: a claimed (renamed) or retired
+// spare, another home's, an older build's single spare and a slot out of
+// range are none.
+func TestSpareSlotOf(t *testing.T) {
+	home, other := t.TempDir(), t.TempDir()
+	for slot := range SpareSlots {
+		gw, hold, _ := spareNames(home, slot)
+		if got := spareSlotOf(home, "/"+gw); got != slot {
+			t.Errorf("%s: slot %d, want %d", gw, got, slot)
+		}
+		if got := spareSlotOf(home, hold); got != slot {
+			t.Errorf("%s: slot %d, want %d", hold, got, slot)
+		}
+		if og, _, _ := spareNames(other, slot); spareSlotOf(home, og) != -1 {
+			t.Errorf("another home's %s taken for a slot", og)
+		}
+	}
+	base := spareBase(home)
+	for _, name := range []string{
+		base + "retired-0a1b2c3d-egress", base + "01-egress", base + "4-hold", base + "-1-hold",
+		base + "0-net", base + "egress", "mcpcage-egress-probe-a1b2c3-egress", base + "0",
+	} {
+		if got := spareSlotOf(home, name); got != -1 {
+			t.Errorf("%s: slot %d, want none", name, got)
+		}
+	}
+}
