@@ -363,7 +363,7 @@ func (sc *scanner) checkCrossTool(nt *normText) {
 		for e > k && (lb[e-1] == '.' || lb[e-1] == '-') {
 			e--
 		}
-		if e <= k || sc.sibShape[lb[k]]&(1<<((e-k)%64)) == 0 {
+		if !sc.sibShape.mayHold(lb[k:e]) {
 			k = next
 			continue
 		}

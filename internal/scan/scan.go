@@ -177,7 +177,7 @@ type scanner struct {
 	set      *ruleSet
 	self     string
 	siblings map[string]sibling // by normalized lower-case name; may include self
-	sibShape [256]uint64        // per first byte of a sibling's name, bit len%64: most words are no name, and this says so without hashing them
+	sibShape *sibFilter         // the siblings' names, hashed by shape: most words are no name, and this says so without a map look-up
 	binary   bool               // leave out the binary data of content blocks and resource contents
 	limits   uint8              // the bounds already reported for this item (limit bits)
 	out      []Finding
@@ -257,15 +257,52 @@ func (sc *scanner) addSibling(name string) {
 	var nt normText
 	normalize(name, &nt, false)
 	l := strings.TrimSpace(string(nt.lower))
-	if len(l) < 3 || strings.IndexFunc(l, func(r rune) bool { return !nameRune(r) }) >= 0 {
+	if len(l) < minSibling || strings.IndexFunc(l, func(r rune) bool { return !nameRune(r) }) >= 0 {
 		return
 	}
 	if sc.siblings == nil {
 		sc.siblings = map[string]sibling{}
 	}
 	sc.siblings[l] = sibling{name: name, lower: l}
-	sc.sibShape[l[0]] |= 1 << (len(l) % 64)
+	if sc.sibShape == nil {
+		sc.sibShape = new(sibFilter)
+	}
+	sc.sibShape.add([]byte(l))
 }
+
+// sibFilter holds one bit per shape of a sibling's name (its first two
+// bytes, last byte and length, hashed): a word whose bit is clear names no
+// sibling. With a few hundred names about one word in a hundred that is no
+// name gets past it to the map. (A filter on the first byte and the length
+// alone let most words of a list of 884 tools through, whose names share
+// their first letters.)
+type sibFilter [sibBits / 64]uint64
+
+const sibBits = 1 << 15
+
+// sibShapeOf hashes a word of at least minSibling bytes.
+func sibShapeOf(w []byte) uint32 {
+	n := len(w)
+	h := uint32(w[0])*0x9e3779b1 ^ uint32(w[1])*0x85ebca6b ^ uint32(w[n-1])*0xc2b2ae35 ^ uint32(n)*0x27d4eb2f
+	return (h ^ h>>15) % sibBits
+}
+
+func (f *sibFilter) add(w []byte) {
+	h := sibShapeOf(w)
+	f[h/64] |= 1 << (h % 64)
+}
+
+// mayHold reports whether w can be a sibling's name.
+func (f *sibFilter) mayHold(w []byte) bool {
+	if len(w) < minSibling {
+		return false
+	}
+	h := sibShapeOf(w)
+	return f[h/64]&(1<<(h%64)) != 0
+}
+
+// minSibling is the shortest name the cross-tool check follows.
+const minSibling = 3
 
 // nameRune: the characters of MCP tool names ([A-Za-z0-9_.-]), lower-cased.
 func nameRune(r rune) bool {
