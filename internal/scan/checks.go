@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -303,38 +304,97 @@ var (
 // crossPatterns are the cross-tool patterns with their required literal
 // sets (see literalSets): a sentence that lacks a string of one of a
 // pattern's sets cannot match it, and most sentences naming a tool are
-// turned away by a few strings.Contains instead of a regular expression.
+// turned away by a few string searches instead of a regular expression.
 type crossPatterns struct {
 	res   []*regexp.Regexp
-	gates [][][]string
+	gates [][][]string  // per pattern, its literal sets as literalSets found them
+	sets  [][]crossGate // the same, as mayMatch reads them
+}
+
+// crossGate is one literal set of a cross-tool pattern: plain strings,
+// looked for anywhere in the sentence, and strings holding "@t" (at[k] at
+// offset atOff[k]), looked for only where the sentence holds "@t": a
+// sentence is short, but it is read once per string of every set, and most
+// strings of these sets are a tool's "@t" with a word before or after it.
+type crossGate struct {
+	plain []string
+	at    []string
+	atOff []int
 }
 
 func compileAll(ps ...string) crossPatterns {
 	var c crossPatterns
 	for _, p := range ps {
 		c.res = append(c.res, regexp.MustCompile(p))
-		c.gates = append(c.gates, requiredLiteralSets(p))
+		sets := requiredLiteralSets(p)
+		c.gates = append(c.gates, sets)
+		var gs []crossGate
+		for _, set := range sets {
+			// Every sentence checkCrossTool reads holds "@t": a set
+			// with "@t" itself holds for all of them.
+			if slices.Contains(set, "@t") {
+				continue
+			}
+			var g crossGate
+			// A string that holds another of the set adds nothing.
+			for _, l := range minimalSet(set) {
+				if k := strings.Index(l, "@t"); k >= 0 {
+					g.at, g.atOff = append(g.at, l), append(g.atOff, k)
+				} else {
+					g.plain = append(g.plain, l)
+				}
+			}
+			gs = append(gs, g)
+		}
+		// The sets are all needed, in any order: the ones with the
+		// fewest plain strings are the cheapest to read first.
+		slices.SortStableFunc(gs, func(a, b crossGate) int { return len(a.plain) - len(b.plain) })
+		c.sets = append(c.sets, gs)
 	}
 	return c
 }
 
-// mayMatch: sent holds a string of every literal set of pattern i. Sentences
-// are cut at newlines and normalized text has single spaces, so a set's
-// " " stands for what \s+ matches there.
-func (c *crossPatterns) mayMatch(i int, sent string) bool {
-	for _, set := range c.gates[i] {
-		found := false
-		for _, l := range set {
-			if strings.Contains(sent, l) {
-				found = true
-				break
-			}
+// atOffsets appends to ats where sent holds "@t": where checkCrossTool put
+// a tool's name, and wherever the text itself has one.
+func atOffsets(sent string, ats []int) []int {
+	for i := 0; ; {
+		k := strings.Index(sent[i:], "@t")
+		if k < 0 {
+			return ats
 		}
-		if !found {
+		ats = append(ats, i+k)
+		i += k + 1
+	}
+}
+
+// mayMatch: sent, which holds "@t" at the offsets ats (atOffsets), holds a
+// string of every literal set of pattern i. Sentences are cut at newlines
+// and normalized text has single spaces, so a set's " " stands for what
+// \s+ matches there.
+func (c *crossPatterns) mayMatch(i int, sent string, ats []int) bool {
+	for _, g := range c.sets[i] {
+		if !g.in(sent, ats) {
 			return false
 		}
 	}
 	return true
+}
+
+// in reports whether sent holds one of g's strings.
+func (g *crossGate) in(sent string, ats []int) bool {
+	for k, l := range g.at {
+		for _, o := range ats {
+			if a := o - g.atOff[k]; a >= 0 && a+len(l) <= len(sent) && sent[a:a+len(l)] == l {
+				return true
+			}
+		}
+	}
+	for _, l := range g.plain {
+		if strings.Contains(sent, l) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkCrossTool reports a string that names another tool of the list in a
@@ -349,6 +409,7 @@ func (sc *scanner) checkCrossTool(nt *normText) {
 	lb := nt.lower
 	low := "" // made from lb once a name is found
 	var ms []mention
+	var ats []int
 	for k := 0; k < len(lb); {
 		if !nameByte(lb[k]) {
 			k++
@@ -407,12 +468,13 @@ func (sc *scanner) checkCrossTool(nt *normText) {
 		}
 		sb.WriteString(low[at:b])
 		sent := sb.String()
-		if m, ok := crossMatch(crossToolOrders, sent, marks); ok {
+		ats = atOffsets(sent, ats[:0])
+		if m, ok := crossMatch(crossToolOrders, sent, marks, ats); ok {
 			ra, rb := nt.rawSpan(ms[i+m].k, ms[i+m].e)
 			sc.addSpan(sc.set.checks["cross-tool"], nt.raw, ra, rb)
 			return
 		}
-		if m, ok := crossMatch(crossToolPrefer, sent, marks); ok {
+		if m, ok := crossMatch(crossToolPrefer, sent, marks, ats); ok {
 			ra, rb := nt.rawSpan(ms[i+m].k, ms[i+m].e)
 			sc.addSpan(sc.set.checks["cross-tool-prefer"], nt.raw, ra, rb)
 		}
@@ -423,10 +485,10 @@ func (sc *scanner) checkCrossTool(nt *normText) {
 type mention struct{ k, e int }
 
 // crossMatch returns which mention (by its "@t" offset in marks) the first
-// matching order is about.
-func crossMatch(c crossPatterns, sent string, marks []int) (int, bool) {
+// matching order is about; ats are sent's "@t" (atOffsets).
+func crossMatch(c crossPatterns, sent string, marks, ats []int) (int, bool) {
 	for i, re := range c.res {
-		if !c.mayMatch(i, sent) {
+		if !c.mayMatch(i, sent, ats) {
 			continue
 		}
 		loc := re.FindStringIndex(sent)

@@ -213,7 +213,7 @@ func TestCrossGateSound(t *testing.T) {
 							continue
 						}
 						matched++
-						if !c.mayMatch(i, sent) {
+						if !c.mayMatch(i, sent, atOffsets(sent, nil)) {
 							t.Errorf("cross-tool pattern %d matches %q but its literal sets %v turned it away", i, sent, c.gates[i])
 						}
 					}
@@ -224,6 +224,59 @@ func TestCrossGateSound(t *testing.T) {
 	if matched < 3 {
 		t.Fatalf("only %d sentences matched a cross-tool pattern: the test reads nothing", matched)
 	}
+}
+
+// TestCrossGateAsContains: mayMatch, which looks for a set's "@t" strings
+// only where the sentence holds "@t", answers as strings.Contains of every
+// string of every set would, on the sentences checkCrossTool reads (they
+// all hold "@t"): every example of every rule with its snake_case words as
+// "@t", and the same with an address like "ops@team.example" in it, whose
+// "@t" is the text's own.
+func TestCrossGateAsContains(t *testing.T) {
+	word := regexp.MustCompile("[`'\"]?[a-z0-9]+(?:_[a-z0-9]+)+[`'\"]?")
+	contains := func(c crossPatterns, i int, sent string) bool {
+		for _, set := range c.gates[i] {
+			found := false
+			for _, l := range set {
+				found = found || strings.Contains(sent, l)
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	}
+	var nt normText
+	n, yes := 0, 0
+	for _, r := range Rules() {
+		for _, ex := range append(append([]string(nil), r.Match...), r.NoMatch...) {
+			normalize(ex, &nt, false)
+			low := word.ReplaceAllString(string(nt.lower), "@t")
+			for _, sent := range strings.FieldsFunc(low, func(c rune) bool { return c == '\n' || c == '!' || c == '?' }) {
+				if !strings.Contains(sent, "@t") {
+					continue
+				}
+				for _, s := range []string{sent, "ops@team.example " + sent, strings.Replace(sent, "@t", "@tis @t", 1)} {
+					for _, c := range []crossPatterns{crossToolOrders, crossToolPrefer} {
+						for i := range c.res {
+							want := contains(c, i, s)
+							if got := c.mayMatch(i, s, atOffsets(s, nil)); got != want {
+								t.Errorf("cross-tool pattern %d on %q: mayMatch %v, the strings of its sets %v", i, s, got, want)
+							}
+							n++
+							if want {
+								yes++
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if yes < 10 || yes == n {
+		t.Fatalf("%d of %d sentences held every set: the test tells nothing", yes, n)
+	}
+	t.Logf("%d of %d sentences held every set", yes, n)
 }
 
 // TestAutomatonTables: both table widths (16-bit entries while the states
