@@ -59,6 +59,7 @@ type Rule struct {
 	near        [][]string // per pattern: literal sets of one common punctuation character each, looked for in the text a pattern would read instead of by the automaton
 	reach       []int      // per pattern: longest match in bytes (maxMatchLen), for windows
 	lineStart   []bool     // per pattern: it has a ^ or \A, so windows start at a line start
+	lead        []*leadSet // per pattern: what its matches start with, or nil (lead.go)
 }
 
 type ruleSet struct {
@@ -376,6 +377,7 @@ func compileRule(category string, sp ruleSpec) (*Rule, error) {
 		r.near = append(r.near, nil)
 		r.reach = append(r.reach, maxMatchLen(p))
 		r.lineStart = append(r.lineStart, hasAnchor(re))
+		r.lead = append(r.lead, newLead(p, re))
 	}
 	for _, p := range sp.Unless {
 		if _, err := syntax.Parse(p, syntax.Perl); err != nil {
@@ -403,6 +405,8 @@ type acMachine struct {
 	outAt   []int32  // outputs of state st: outs[outAt[st]:outAt[st+1]]
 	outs    []int32  // marks (see markRule) of the keywords that end at a state
 	gated   []int32  // per state: how many of its outputs are literals of gated patterns
+	setAt   []int32  // literal sets of state st's gated outputs: sets[setAt[st]:setAt[st+1]]
+	sets    []int32  // (markPattern's j of those outputs, in their order in outs)
 	maxWord int      // the longest keyword, in bytes
 	nstate  int
 }
@@ -529,13 +533,17 @@ func newAC(words []string, outputs []int) *acMachine {
 	}
 	m.outAt = append(m.outAt, int32(len(m.outs)))
 	m.gated = make([]int32, n)
+	m.setAt = make([]int32, 0, n+1)
 	for st := range m.gated {
+		m.setAt = append(m.setAt, int32(len(m.sets)))
 		for _, r := range m.outs[m.outAt[st]:m.outAt[st+1]] {
 			if r%3 == 2 {
 				m.gated[st]++
+				m.sets = append(m.sets, r/3)
 			}
 		}
 	}
+	m.setAt = append(m.setAt, int32(len(m.sets)))
 	return m
 }
 
@@ -650,13 +658,10 @@ func (m *acMachine) visits(s []byte, marks []bool, seen []uint32, epoch uint32, 
 // need names among the visits, and counts them per set.
 func (m *acMachine) hitsFor(vs []litHit, need []bool, hits []litHit, counts []int32) []litHit {
 	for _, v := range vs {
-		if m.gated[v.gate] == 0 {
-			continue
-		}
-		for _, r := range m.outs[m.outAt[v.gate]:m.outAt[v.gate+1]] {
-			if r%3 == 2 && need[r/3] {
-				hits = append(hits, litHit{gate: r / 3, end: v.end})
-				counts[r/3]++
+		for _, g := range m.sets[m.setAt[v.gate]:m.setAt[v.gate+1]] {
+			if need[g] {
+				hits = append(hits, litHit{gate: g, end: v.end})
+				counts[g]++
 			}
 		}
 	}

@@ -193,8 +193,13 @@ func (r *Rule) matchIn(pi int, t []byte, off int) (int, int, bool) {
 	}
 	re := r.patterns[pi].get()
 	// Most windows hold no match: asking only whether one exists lets the
-	// matcher carry no submatch positions, which is most of its work.
-	if !re.Match(t) {
+	// matcher carry no submatch positions, which is most of its work; a
+	// large pattern with a lead set is asked only where a match can start.
+	if l := r.lead[pi]; l.use() {
+		if !l.matches(re, t) {
+			return 0, 0, false
+		}
+	} else if !re.Match(t) {
 		return 0, 0, false
 	}
 	m := re.FindSubmatchIndex(t)

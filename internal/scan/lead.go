@@ -1,0 +1,253 @@
+package scan
+
+import (
+	"regexp"
+	"regexp/syntax"
+	"sync"
+)
+
+// A large pattern (past 500 instructions, where package regexp leaves its
+// backtracker for the general matcher) that can only start with one of a
+// few strings is answered "does it match" by trying it anchored where one
+// of them starts, instead of letting the general matcher start a thread at
+// every byte of the window: most of these patterns begin with a list of
+// verbs ("include", "pass", "send", ...), and a thread started on another
+// word dies within a few bytes, but the unanchored matcher carries the
+// whole list's threads along every byte it reads.
+
+// bigPattern is where package regexp stops using its backtracker.
+const bigPattern = 500
+
+// leadSet is what a pattern's matches start with: one of strs (lower-case
+// ASCII; a space stands for any whitespace, as in literalSets), at the start
+// of a word when word is set (the pattern begins with \b and every string
+// with a word byte).
+type leadSet struct {
+	word    bool
+	byFirst [256][]string // strs by their first byte, upper and lower case
+	src     string        // the pattern, anchored at the start of its input
+	once    sync.Once
+	big     bool // the pattern is large enough for the lead to pay
+	re      *regexp.Regexp
+}
+
+// maxLead bounds a lead set: more strings and most words would start one.
+const maxLead = 256
+
+// newLead returns the lead set of pattern src, or nil when its matches can
+// start with other text.
+func newLead(src string, re *syntax.Regexp) *leadSet {
+	var parts []*syntax.Regexp
+	var flatten func(re *syntax.Regexp) bool // false: stop, the rest does not matter
+	flatten = func(re *syntax.Regexp) bool {
+		switch re.Op {
+		case syntax.OpCapture:
+			return flatten(re.Sub[0])
+		case syntax.OpConcat:
+			for _, sub := range re.Sub {
+				if !flatten(sub) {
+					return false
+				}
+			}
+			return true
+		}
+		parts = append(parts, re)
+		return len(parts) < 8
+	}
+	flatten(re.Simplify())
+	word := false
+	if len(parts) > 0 && parts[0].Op == syntax.OpWordBoundary {
+		word, parts = true, parts[1:]
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	strs := leadSeq(parts)
+	if strs == nil {
+		return nil
+	}
+	l := &leadSet{word: word, src: `\A(?:` + src + `)`}
+	for _, s := range strs {
+		if s == "" || word && !wordByte(s[0]) {
+			return nil
+		}
+		c := s[0]
+		l.byFirst[c] = append(l.byFirst[c], s)
+		if c >= 'a' && c <= 'z' {
+			l.byFirst[c-'a'+'A'] = append(l.byFirst[c-'a'+'A'], s)
+		}
+	}
+	return l
+}
+
+// leadOf returns the strings one of which starts every match of re, or nil.
+func leadOf(re *syntax.Regexp) []string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		s := asciiLower(string(re.Rune))
+		if !plainASCII([]string{s}) {
+			return nil
+		}
+		return []string{s}
+	case syntax.OpCapture, syntax.OpPlus:
+		return leadOf(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return leadOf(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		return leadSeq(re.Sub)
+	case syntax.OpAlternate:
+		var out []string
+		for _, sub := range re.Sub {
+			s := leadOf(sub)
+			if s == nil {
+				return nil
+			}
+			if out = append(out, s...); len(out) > maxLead {
+				return nil
+			}
+		}
+		return dedupe(out)
+	case syntax.OpCharClass:
+		var out []string
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
+				if len(out) >= 8 {
+					return nil
+				}
+				out = append(out, asciiLower(string(r)))
+			}
+		}
+		if !plainASCII(out) {
+			return nil
+		}
+		return dedupe(out)
+	}
+	return nil
+}
+
+// leadSeq returns the strings one of which starts every match of the
+// concatenation parts. Longer strings turn more words away: "s" then
+// "end|hare|tore" is "send", "share", "store". A part is followed while
+// every string it can match is known and holds no space (a space may be any
+// number of whitespace characters in the text), then the strings the next
+// one starts with.
+func leadSeq(parts []*syntax.Regexp) []string {
+	if len(parts) == 0 {
+		return nil
+	}
+	strs := exactSet(parts[0])
+	if strs == nil || !plainASCII(strs) || minLen(strs) == 0 {
+		return leadOf(parts[0])
+	}
+	for _, p := range parts[1:] {
+		ex := exactSet(p)
+		if ex == nil || !plainASCII(ex) {
+			if next := leadProduct(strs, leadOf(p)); next != nil {
+				return next
+			}
+			return strs
+		}
+		next := leadProduct(strs, ex)
+		if next == nil {
+			return strs
+		}
+		strs = next
+	}
+	return strs
+}
+
+// leadProduct is every string of a followed by every string of b, or nil
+// when b is nil or that makes more than maxLead.
+func leadProduct(a, b []string) []string {
+	if b == nil || len(a)*len(b) > maxLead {
+		return nil
+	}
+	out := make([]string, 0, len(a)*len(b))
+	for _, x := range a {
+		for _, y := range b {
+			out = append(out, x+y)
+		}
+	}
+	return dedupe(out)
+}
+
+// plainASCII: every string is printable ASCII without a space.
+func plainASCII(xs []string) bool {
+	for _, x := range xs {
+		for i := 0; i < len(x); i++ {
+			if x[i] <= ' ' || x[i] >= 0x7f {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// use reports whether the lead answers for its pattern: the pattern is
+// large (it is compiled, with its anchored copy, the first time it is
+// asked).
+func (l *leadSet) use() bool {
+	if l == nil {
+		return false
+	}
+	l.once.Do(func() {
+		re, err := syntax.Parse(l.src, syntax.Perl)
+		if err != nil {
+			return
+		}
+		prog, err := syntax.Compile(re.Simplify())
+		if err != nil || len(prog.Inst) <= bigPattern {
+			return
+		}
+		l.big, l.re = true, regexp.MustCompile(l.src)
+	})
+	return l.big
+}
+
+// matches answers re.Match(t) for the pattern whole (whole): it tries the
+// pattern anchored where a lead string starts. At such a start the anchored
+// pattern sees the text before it as the start of its input: \b there
+// holds exactly when it does in t, as a lead string starts a word; anything
+// else at the very start is a literal. A text with a byte past ASCII is
+// asked of the whole pattern (case folding can make a non-ASCII letter
+// match an ASCII one of the pattern).
+func (l *leadSet) matches(whole *regexp.Regexp, t []byte) bool {
+	for _, c := range t {
+		if c >= 0x80 {
+			return whole.Match(t)
+		}
+	}
+	for p := 0; p < len(t); p++ {
+		if l.word && p > 0 && wordByte(t[p-1]) {
+			continue
+		}
+		for _, s := range l.byFirst[t[p]] {
+			if hasLeadAt(t[p:], s) {
+				if l.re.Match(t[p:]) {
+					return true
+				}
+				break
+			}
+		}
+	}
+	return false
+}
+
+// hasLeadAt: t starts with s, ASCII letters in either case.
+func hasLeadAt(t []byte, s string) bool {
+	if len(t) < len(s) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := t[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,69 @@
+package scan
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// TestLeadAsMatch: a large pattern asked where its lead strings start
+// answers as the pattern asked of the whole text, on every example of every
+// rule (normalized as the rule reads it), the same glued to a word before
+// it, in upper case, with a letter past ASCII (and with the two that fold to
+// an ASCII letter, the long s and the Kelvin sign), cut at every word, and on
+// stretches of ordinary prose with examples set into them.
+func TestLeadAsMatch(t *testing.T) {
+	var examples []string
+	for _, r := range Rules() {
+		examples = append(examples, r.Match...)
+		examples = append(examples, r.NoMatch...)
+	}
+	prose := gjsonText(t, result64KiB(t))
+	rng := rand.New(rand.NewPCG(11, 12))
+	texts := append([]string(nil), examples...)
+	for _, ex := range examples {
+		texts = append(texts, "x"+ex, "re"+ex, strings.ToUpper(ex), ex+" é", "see: "+ex,
+			strings.ReplaceAll(ex, "s", "\u017f"), strings.ReplaceAll(ex, "k", "\u212a"))
+		for i := 1; i < len(ex); i++ {
+			if ex[i-1] == ' ' {
+				texts = append(texts, ex[i:])
+			}
+		}
+	}
+	for i := 0; i < 200; i++ {
+		at := rng.IntN(len(prose) - 600)
+		s := prose[at : at+300+rng.IntN(300)]
+		cut := rng.IntN(len(s))
+		texts = append(texts, s[:cut]+" "+examples[rng.IntN(len(examples))]+" "+s[cut:])
+	}
+	var nt normText
+	n, yes, used := 0, 0, 0
+	for _, r := range loadedRules().text {
+		for pi, l := range r.lead {
+			if !l.use() {
+				continue
+			}
+			used++
+			re := r.patterns[pi].get()
+			for _, s := range texts {
+				normalize(s, &nt, false)
+				target := nt.lower
+				if r.On == "cased" {
+					target = nt.norm
+				}
+				want := re.Match(target)
+				if got := l.matches(re, target); got != want {
+					t.Errorf("%s pattern %d on %q: by its lead %v, whole %v", r.ID, pi, target, got, want)
+				}
+				n++
+				if want {
+					yes++
+				}
+			}
+		}
+	}
+	if used < 10 || yes < 50 {
+		t.Fatalf("%d patterns with a lead, %d of %d texts matched: the test tells little", used, yes, n)
+	}
+	t.Logf("%d patterns with a lead, %d of %d texts matched", used, yes, n)
+}
