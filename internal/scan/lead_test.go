@@ -67,3 +67,51 @@ func TestLeadAsMatch(t *testing.T) {
 	}
 	t.Logf("%d patterns with a lead, %d of %d texts matched", used, yes, n)
 }
+
+// TestCasedLiteralsSound: on the cased text, a pattern matches only where
+// one of its case-kept literals occurs, on every example of every rule, in
+// upper and in title case.
+func TestCasedLiteralsSound(t *testing.T) {
+	var texts []string
+	for _, r := range Rules() {
+		for _, ex := range append(append([]string(nil), r.Match...), r.NoMatch...) {
+			texts = append(texts, ex, strings.ToUpper(ex), titled(ex))
+		}
+	}
+	var nt normText
+	used, matched := 0, 0
+	for _, r := range loadedRules().text {
+		for pi, cs := range r.cased {
+			if cs == nil {
+				continue
+			}
+			used++
+			re := r.patterns[pi].get()
+			for _, s := range texts {
+				normalize(s, &nt, false)
+				if !re.Match(nt.norm) {
+					continue
+				}
+				matched++
+				if !holdsOne(nt.norm, cs) {
+					t.Errorf("%s pattern %d matches %q, which holds none of %q", r.ID, pi, nt.norm, cs)
+				}
+			}
+		}
+	}
+	if used == 0 || matched < 10 {
+		t.Fatalf("%d patterns with cased literals matched %d texts: the test tells little", used, matched)
+	}
+	t.Logf("%d patterns with cased literals matched %d texts", used, matched)
+}
+
+// titled upper-cases the first letter of every word.
+func titled(s string) string {
+	b := []byte(s)
+	for i := range b {
+		if (i == 0 || b[i-1] == ' ') && b[i] >= 'a' && b[i] <= 'z' {
+			b[i] -= 'a' - 'A'
+		}
+	}
+	return string(b)
+}

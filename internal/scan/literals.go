@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"bytes"
 	"regexp/syntax"
 	"unicode"
 	"unicode/utf8"
@@ -419,4 +420,55 @@ func maxLen(re *syntax.Regexp) int {
 		return n
 	}
 	return 0
+}
+
+// casedLiterals returns a set of strings, kept in the pattern's case, of
+// which every match of re contains one, or nil. The keyword automaton reads
+// lower-cased text, so it lets a pattern of a rule on the cased text run
+// wherever "system" is written; the pattern may need "SYSTEM", and a byte
+// search for that turns most of those texts away before the regular
+// expression reads them.
+func casedLiterals(re *syntax.Regexp) []string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 {
+			return nil
+		}
+		return []string{string(re.Rune)}
+	case syntax.OpCapture, syntax.OpPlus:
+		return casedLiterals(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return casedLiterals(re.Sub[0])
+		}
+	case syntax.OpAlternate:
+		var out []string
+		for _, sub := range re.Sub {
+			s := casedLiterals(sub)
+			if s == nil {
+				return nil
+			}
+			if out = append(out, s...); len(out) > 64 {
+				return nil
+			}
+		}
+		return dedupe(out)
+	case syntax.OpConcat:
+		var best []string
+		for _, sub := range re.Sub {
+			best = better(best, casedLiterals(sub))
+		}
+		return best
+	}
+	return nil
+}
+
+// holdsOne reports whether t holds one of the strings.
+func holdsOne(t []byte, strs []string) bool {
+	for _, s := range strs {
+		if bytes.Contains(t, []byte(s)) {
+			return true
+		}
+	}
+	return false
 }

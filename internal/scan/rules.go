@@ -60,6 +60,7 @@ type Rule struct {
 	reach       []int      // per pattern: longest match in bytes (maxMatchLen), for windows
 	lineStart   []bool     // per pattern: it has a ^ or \A, so windows start at a line start
 	lead        []*leadSet // per pattern: what its matches start with, or nil (lead.go)
+	cased       [][]string // per pattern of a rule on the cased text: strings in the pattern's case one of which every match holds (casedLiterals), or nil
 }
 
 type ruleSet struct {
@@ -378,6 +379,11 @@ func compileRule(category string, sp ruleSpec) (*Rule, error) {
 		r.reach = append(r.reach, maxMatchLen(p))
 		r.lineStart = append(r.lineStart, hasAnchor(re))
 		r.lead = append(r.lead, newLead(p, re))
+		var cased []string
+		if r.On == "cased" {
+			cased = casedLiterals(re.Simplify())
+		}
+		r.cased = append(r.cased, cased)
 	}
 	for _, p := range sp.Unless {
 		if _, err := syntax.Parse(p, syntax.Perl); err != nil {

@@ -188,6 +188,9 @@ var regexInput func(r *Rule, pi, n int)
 // matchIn runs pattern pi on t (which starts at offset off of the text) and
 // returns the snippet span of its first match that no "unless" vetoes.
 func (r *Rule) matchIn(pi int, t []byte, off int) (int, int, bool) {
+	if cs := r.cased[pi]; cs != nil && !holdsOne(t, cs) {
+		return 0, 0, false
+	}
 	if regexInput != nil {
 		regexInput(r, pi, len(t))
 	}
