@@ -3,6 +3,7 @@ package scan
 import (
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"sync"
 )
 
@@ -206,19 +207,22 @@ func (l *leadSet) use() bool {
 	return l.big
 }
 
-// matches answers re.Match(t) for the pattern whole (whole): it tries the
+// matches answers whole.Match(t) for the pattern whole: it tries the
 // pattern anchored where a lead string starts. At such a start the anchored
 // pattern sees the text before it as the start of its input: \b there
 // holds exactly when it does in t, as a lead string starts a word; anything
 // else at the very start is a literal. A text with a byte past ASCII is
 // asked of the whole pattern (case folding can make a non-ASCII letter
-// match an ASCII one of the pattern).
+// match an ASCII one of the pattern, the Kelvin sign a k).
 func (l *leadSet) matches(whole *regexp.Regexp, t []byte) bool {
-	for _, c := range t {
-		if c >= 0x80 {
-			return whole.Match(t)
-		}
+	if !isASCII(t) {
+		return whole.Match(t)
 	}
+	return l.at(t)
+}
+
+// at is matches for an ASCII text.
+func (l *leadSet) at(t []byte) bool {
 	for p := 0; p < len(t); p++ {
 		if l.word && p > 0 && wordByte(t[p-1]) {
 			continue
@@ -233,6 +237,93 @@ func (l *leadSet) matches(whole *regexp.Regexp, t []byte) bool {
 		}
 	}
 	return false
+}
+
+func isASCII(t []byte) bool {
+	for _, c := range t {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// trailSet is a large pattern's lead set read backwards: what its matches
+// end with. A pattern that starts with a long list of paths but ends with
+// a verb ("... and send", "...: upload") is asked, reversed, where a
+// reversed verb starts in the reversed text: a pattern matches a text
+// exactly when the pattern reversed (its concatenations and literals in
+// the other order, the starts and ends of lines and text swapped) matches
+// the text reversed. It is made the first time it is asked, as printing a
+// pattern's tree is slow.
+type trailSet struct {
+	src  string
+	once sync.Once
+	l    *leadSet // nil: the pattern is small, or its end is no lead set
+}
+
+func (ts *trailSet) get() *leadSet {
+	if ts == nil {
+		return nil
+	}
+	ts.once.Do(func() {
+		re, err := syntax.Parse(ts.src, syntax.Perl)
+		if err != nil {
+			return
+		}
+		if prog, err := syntax.Compile(re.Simplify()); err != nil || len(prog.Inst) <= bigPattern {
+			return
+		}
+		rev := reversed(re)
+		if l := newLead(rev.String(), rev); l.use() {
+			ts.l = l
+		}
+	})
+	return ts.l
+}
+
+// matches answers whole.Match(t) by the reversed pattern, as
+// leadSet.matches does.
+func (ts *trailSet) matches(whole *regexp.Regexp, t []byte) bool {
+	if !isASCII(t) {
+		return whole.Match(t)
+	}
+	rt := make([]byte, len(t))
+	for i, c := range t {
+		rt[len(t)-1-i] = c
+	}
+	return ts.l.at(rt)
+}
+
+// reversed returns re read backwards: it matches the reverse of every
+// string re matches, in the reversed text (\b and \B are the same read
+// either way; a line's or the text's start becomes its end).
+func reversed(re *syntax.Regexp) *syntax.Regexp {
+	out := *re
+	out.Sub = nil
+	for _, sub := range re.Sub {
+		out.Sub = append(out.Sub, reversed(sub))
+	}
+	out.Sub0 = [1]*syntax.Regexp{}
+	switch re.Op {
+	case syntax.OpLiteral:
+		out.Rune = make([]rune, len(re.Rune))
+		for i, r := range re.Rune {
+			out.Rune[len(re.Rune)-1-i] = r
+		}
+	case syntax.OpConcat:
+		slices.Reverse(out.Sub)
+	case syntax.OpBeginLine:
+		out.Op = syntax.OpEndLine
+	case syntax.OpEndLine:
+		out.Op = syntax.OpBeginLine
+	case syntax.OpBeginText:
+		out.Op = syntax.OpEndText
+	case syntax.OpEndText:
+		out.Op = syntax.OpBeginText
+	}
+	out.Flags &^= syntax.WasDollar
+	return &out
 }
 
 // hasLeadAt: t starts with s, ASCII letters in either case.

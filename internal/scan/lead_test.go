@@ -2,19 +2,24 @@ package scan
 
 import (
 	"math/rand/v2"
+	"regexp"
+	"regexp/syntax"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// TestLeadAsMatch: a large pattern asked where its lead strings start
-// answers as the pattern asked of the whole text, on every example of every
-// rule (normalized as the rule reads it), the same glued to a word before
-// it, in upper case, with a letter past ASCII (and with the two that fold to
-// an ASCII letter, the long s and the Kelvin sign), cut at every word, and on
-// stretches of ordinary prose with examples set into them.
+// TestLeadAsMatch: a large pattern asked where its lead strings start (or,
+// reversed, where its trail strings end) answers as the pattern asked of
+// the whole text, on every example of every rule (normalized as the rule
+// reads it), the same glued to a word before it or after one of its words,
+// in upper case, with a letter past ASCII (and with the two that fold to
+// an ASCII letter, the long s and the Kelvin sign), a match cut at every
+// word, and on stretches of ordinary prose with examples set into them.
 func TestLeadAsMatch(t *testing.T) {
-	var examples []string
+	var examples, matches []string
 	for _, r := range Rules() {
+		matches = append(matches, r.Match...)
 		examples = append(examples, r.Match...)
 		examples = append(examples, r.NoMatch...)
 	}
@@ -22,11 +27,16 @@ func TestLeadAsMatch(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	texts := append([]string(nil), examples...)
 	for _, ex := range examples {
-		texts = append(texts, "x"+ex, "re"+ex, strings.ToUpper(ex), ex+" é", "see: "+ex,
+		texts = append(texts, "x"+ex, "re"+ex, ex+"x", ex+"ing", strings.ToUpper(ex), ex+" é", "see: "+ex,
 			strings.ReplaceAll(ex, "s", "\u017f"), strings.ReplaceAll(ex, "k", "\u212a"))
+	}
+	for _, ex := range matches {
 		for i := 1; i < len(ex); i++ {
 			if ex[i-1] == ' ' {
 				texts = append(texts, ex[i:])
+			}
+			if ex[i] == ' ' {
+				texts = append(texts, ex[:i]+"x"+ex[i:])
 			}
 		}
 	}
@@ -36,24 +46,35 @@ func TestLeadAsMatch(t *testing.T) {
 		cut := rng.IntN(len(s))
 		texts = append(texts, s[:cut]+" "+examples[rng.IntN(len(examples))]+" "+s[cut:])
 	}
-	var nt normText
+	lower, cased := make([][]byte, len(texts)), make([][]byte, len(texts))
+	for i, s := range texts {
+		var nt normText
+		normalize(s, &nt, false)
+		lower[i], cased[i] = nt.lower, nt.norm
+	}
 	n, yes, used := 0, 0, 0
 	for _, r := range loadedRules().text {
 		for pi, l := range r.lead {
-			if !l.use() {
+			// by answers as matchIn does with the lead or the trail.
+			var by func(re *regexp.Regexp, t []byte) bool
+			switch ts := r.trail[pi]; {
+			case l.use():
+				by = l.matches
+			case ts.get() != nil:
+				by = ts.matches
+			default:
 				continue
 			}
 			used++
 			re := r.patterns[pi].get()
-			for _, s := range texts {
-				normalize(s, &nt, false)
-				target := nt.lower
+			for i := range texts {
+				target := lower[i]
 				if r.On == "cased" {
-					target = nt.norm
+					target = cased[i]
 				}
 				want := re.Match(target)
-				if got := l.matches(re, target); got != want {
-					t.Errorf("%s pattern %d on %q: by its lead %v, whole %v", r.ID, pi, target, got, want)
+				if got := by(re, target); got != want {
+					t.Errorf("%s pattern %d on %q: by its lead or trail %v, whole %v", r.ID, pi, target, got, want)
 				}
 				n++
 				if want {
@@ -114,4 +135,54 @@ func titled(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// TestReversedPattern: every rule's every pattern, reversed, matches the
+// reversed text exactly when the pattern matches the text, on the examples
+// of its rule and of every tenth other rule (the ASCII ones: the texts are
+// reversed byte by byte).
+func TestReversedPattern(t *testing.T) {
+	rs := loadedRules().text
+	var nt normText
+	n, yes := 0, 0
+	for ri, r := range rs {
+		var texts []string
+		for k, o := range rs {
+			if k == ri || k%10 == ri%10 {
+				texts = append(append(texts, o.Match...), o.NoMatch...)
+			}
+		}
+		for pi, p := range r.patterns {
+			tree, err := syntax.Parse(p.src, syntax.Perl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rev := regexp.MustCompile(reversed(tree).String())
+			re := p.get()
+			for _, s := range texts {
+				normalize(s, &nt, false)
+				target := nt.lower
+				if r.On == "cased" {
+					target = nt.norm
+				}
+				if !isASCII(target) {
+					continue
+				}
+				rt := []byte(string(target))
+				slices.Reverse(rt)
+				want := re.Match(target)
+				if got := rev.Match(rt); got != want {
+					t.Errorf("%s pattern %d on %q: reversed %v, forward %v", r.ID, pi, target, got, want)
+				}
+				n++
+				if want {
+					yes++
+				}
+			}
+		}
+	}
+	if yes < 100 {
+		t.Fatalf("%d of %d texts matched: the test tells little", yes, n)
+	}
+	t.Logf("%d of %d texts matched", yes, n)
 }

@@ -54,13 +54,14 @@ type Rule struct {
 	NoMatch     []string // examples that must not
 	patterns    []*lazyRE
 	unless      []*lazyRE
-	snip        []int      // per pattern: index of the submatch "s", or 0
-	gates       [][]int32  // per pattern: its literal sets' gate numbers (none: it always runs)
-	near        [][]string // per pattern: literal sets of one common punctuation character each, looked for in the text a pattern would read instead of by the automaton
-	reach       []int      // per pattern: longest match in bytes (maxMatchLen), for windows
-	lineStart   []bool     // per pattern: it has a ^ or \A, so windows start at a line start
-	lead        []*leadSet // per pattern: what its matches start with, or nil (lead.go)
-	cased       [][]string // per pattern of a rule on the cased text: strings in the pattern's case one of which every match holds (casedLiterals), or nil
+	snip        []int       // per pattern: index of the submatch "s", or 0
+	gates       [][]int32   // per pattern: its literal sets' gate numbers (none: it always runs)
+	near        [][]string  // per pattern: literal sets of one common punctuation character each, looked for in the text a pattern would read instead of by the automaton
+	reach       []int       // per pattern: longest match in bytes (maxMatchLen), for windows
+	lineStart   []bool      // per pattern: it has a ^ or \A, so windows start at a line start
+	lead        []*leadSet  // per pattern: what its matches start with, or nil (lead.go)
+	trail       []*trailSet // per pattern without a lead: what its matches end with, made when first asked
+	cased       [][]string  // per pattern of a rule on the cased text: strings in the pattern's case one of which every match holds (casedLiterals), or nil
 }
 
 type ruleSet struct {
@@ -378,7 +379,13 @@ func compileRule(category string, sp ruleSpec) (*Rule, error) {
 		r.near = append(r.near, nil)
 		r.reach = append(r.reach, maxMatchLen(p))
 		r.lineStart = append(r.lineStart, hasAnchor(re))
-		r.lead = append(r.lead, newLead(p, re))
+		l := newLead(p, re)
+		r.lead = append(r.lead, l)
+		var ts *trailSet
+		if l == nil {
+			ts = &trailSet{src: p}
+		}
+		r.trail = append(r.trail, ts)
 		var cased []string
 		if r.On == "cased" {
 			cased = casedLiterals(re.Simplify())

@@ -202,6 +202,10 @@ func (r *Rule) matchIn(pi int, t []byte, off int) (int, int, bool) {
 		if !l.matches(re, t) {
 			return 0, 0, false
 		}
+	} else if ts := r.trail[pi]; ts.get() != nil {
+		if !ts.matches(re, t) {
+			return 0, 0, false
+		}
 	} else if !re.Match(t) {
 		return 0, 0, false
 	}
