@@ -1,10 +1,12 @@
 package scan
 
 import (
+	"bytes"
 	"regexp"
 	"regexp/syntax"
 	"slices"
 	"sync"
+	"unicode/utf8"
 )
 
 // A large pattern (past 500 instructions, where package regexp leaves its
@@ -210,18 +212,20 @@ func (l *leadSet) use() bool {
 // matches answers whole.Match(t) for the pattern whole: it tries the
 // pattern anchored where a lead string starts. At such a start the anchored
 // pattern sees the text before it as the start of its input: \b there
-// holds exactly when it does in t, as a lead string starts a word; anything
-// else at the very start is a literal. A text with a byte past ASCII is
-// asked of the whole pattern (case folding can make a non-ASCII letter
-// match an ASCII one of the pattern, the Kelvin sign a k).
+// holds exactly when it does in t, as a lead string starts a word (a byte
+// past ASCII is no word byte, as a rune past ASCII is no word character to
+// \b); anything else at the very start is a literal. The two letters past
+// ASCII that case folding makes match an ASCII one, the Kelvin sign (k) and
+// the long s, are not looked for: a text with one is asked of the whole
+// pattern.
 func (l *leadSet) matches(whole *regexp.Regexp, t []byte) bool {
-	if !isASCII(t) {
+	if foldsToASCII(t) {
 		return whole.Match(t)
 	}
 	return l.at(t)
 }
 
-// at is matches for an ASCII text.
+// at is matches for a text without a letter that folds to an ASCII one.
 func (l *leadSet) at(t []byte) bool {
 	for p := 0; p < len(t); p++ {
 		if l.word && p > 0 && wordByte(t[p-1]) {
@@ -239,13 +243,10 @@ func (l *leadSet) at(t []byte) bool {
 	return false
 }
 
-func isASCII(t []byte) bool {
-	for _, c := range t {
-		if c >= 0x80 {
-			return false
-		}
-	}
-	return true
+// foldsToASCII reports a Kelvin sign or a long s in t: the only runes past
+// ASCII that case folding matches with ASCII letters.
+func foldsToASCII(t []byte) bool {
+	return bytes.Contains(t, []byte("\u212a")) || bytes.Contains(t, []byte("\u017f"))
 }
 
 // trailSet is a large pattern's lead set read backwards: what its matches
@@ -285,14 +286,26 @@ func (ts *trailSet) get() *leadSet {
 // matches answers whole.Match(t) by the reversed pattern, as
 // leadSet.matches does.
 func (ts *trailSet) matches(whole *regexp.Regexp, t []byte) bool {
-	if !isASCII(t) {
+	if foldsToASCII(t) {
 		return whole.Match(t)
 	}
+	return ts.l.at(reverseRunes(t))
+}
+
+// reverseRunes returns t with its runes in the other order, each rune's
+// bytes kept in theirs (a byte that is no UTF-8 stays one byte, as the
+// matcher reads it: one invalid rune).
+func reverseRunes(t []byte) []byte {
 	rt := make([]byte, len(t))
-	for i, c := range t {
-		rt[len(t)-1-i] = c
+	for i := 0; i < len(t); {
+		n := 1
+		if t[i] >= utf8.RuneSelf {
+			_, n = utf8.DecodeRune(t[i:])
+		}
+		copy(rt[len(t)-i-n:], t[i:i+n])
+		i += n
 	}
-	return ts.l.at(rt)
+	return rt
 }
 
 // reversed returns re read backwards: it matches the reverse of every

@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"regexp/syntax"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -13,8 +12,9 @@ import (
 // reversed, where its trail strings end) answers as the pattern asked of
 // the whole text, on every example of every rule (normalized as the rule
 // reads it), the same glued to a word before it or after one of its words,
-// in upper case, with a letter past ASCII (and with the two that fold to
-// an ASCII letter, the long s and the Kelvin sign), a match cut at every
+// in upper case, with a letter past ASCII, dashes or bytes that are no
+// UTF-8 (and with the two letters that fold to an ASCII one, the long s and
+// the Kelvin sign), a match cut at every
 // word, and on stretches of ordinary prose with examples set into them.
 func TestLeadAsMatch(t *testing.T) {
 	var examples, matches []string
@@ -28,7 +28,8 @@ func TestLeadAsMatch(t *testing.T) {
 	texts := append([]string(nil), examples...)
 	for _, ex := range examples {
 		texts = append(texts, "x"+ex, "re"+ex, ex+"x", ex+"ing", strings.ToUpper(ex), ex+" é", "see: "+ex,
-			strings.ReplaceAll(ex, "s", "\u017f"), strings.ReplaceAll(ex, "k", "\u212a"))
+			strings.ReplaceAll(ex, "s", "\u017f"), strings.ReplaceAll(ex, "k", "\u212a"),
+			ex+"\xff", "\xe2\x80"+ex, strings.ReplaceAll(ex, " ", " \u2014 "))
 	}
 	for _, ex := range matches {
 		for i := 1; i < len(ex); i++ {
@@ -139,8 +140,7 @@ func titled(s string) string {
 
 // TestReversedPattern: every rule's every pattern, reversed, matches the
 // reversed text exactly when the pattern matches the text, on the examples
-// of its rule and of every tenth other rule (the ASCII ones: the texts are
-// reversed byte by byte).
+// of its rule and of every tenth other rule, their runes reversed.
 func TestReversedPattern(t *testing.T) {
 	rs := loadedRules().text
 	var nt normText
@@ -165,11 +165,7 @@ func TestReversedPattern(t *testing.T) {
 				if r.On == "cased" {
 					target = nt.norm
 				}
-				if !isASCII(target) {
-					continue
-				}
-				rt := []byte(string(target))
-				slices.Reverse(rt)
+				rt := reverseRunes(target)
 				want := re.Match(target)
 				if got := rev.Match(rt); got != want {
 					t.Errorf("%s pattern %d on %q: reversed %v, forward %v", r.ID, pi, target, got, want)
