@@ -66,8 +66,9 @@ func ToolsAmong(tools, others []json.RawMessage) [][]Finding {
 // (rules/impersonation.json).
 func ToolsFrom(origin Origin, tools, others []json.RawMessage) [][]Finding {
 	names := make([]string, len(tools))
+	var nr nameReader
 	for i, t := range tools {
-		names[i] = itemName(t)
+		names[i] = nr.name(t)
 	}
 	all := &scanner{} // holds only the names
 	for _, n := range names {
@@ -80,7 +81,7 @@ func ToolsFrom(origin Origin, tools, others []json.RawMessage) [][]Finding {
 		if len(all.siblings) >= maxSiblings {
 			break
 		}
-		all.addSibling(itemName(o))
+		all.addSibling(nr.name(o))
 	}
 	out := make([][]Finding, len(tools))
 	sc := getScanner()
@@ -253,10 +254,12 @@ func (sc *scanner) reset() {
 	sc.limits = 0
 }
 
+// addSibling normalizes name in sc.nt: it is called before sc scans
+// anything.
 func (sc *scanner) addSibling(name string) {
-	var nt normText
-	normalize(name, &nt, false)
-	l := strings.TrimSpace(string(nt.lower))
+	nt := &sc.nt
+	normalize(name, nt, false)
+	l := string(bytes.TrimSpace(nt.lower))
 	if len(l) < minSibling || strings.IndexFunc(l, func(r rune) bool { return !nameRune(r) }) >= 0 {
 		return
 	}
@@ -312,7 +315,28 @@ func nameRune(r rune) bool {
 // itemName returns the item's top-level "name" string, reading no more of
 // the item than it must.
 func itemName(item json.RawMessage) string {
-	dec := jsontext.NewDecoder(bytes.NewReader(item), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	var nr nameReader
+	return nr.name(item)
+}
+
+// nameReader is itemName for many items, with one decoder: a list's names
+// are read before it is scanned, and a decoder per tool was most of what
+// the scan of a list of short tools allocated.
+type nameReader struct {
+	dec  *jsontext.Decoder
+	rd   bytes.Reader
+	opts []jsontext.Options
+}
+
+func (nr *nameReader) name(item json.RawMessage) string {
+	nr.rd.Reset(item)
+	if nr.dec == nil {
+		nr.opts = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
+		nr.dec = jsontext.NewDecoder(&nr.rd, nr.opts...)
+	} else {
+		nr.dec.Reset(&nr.rd, nr.opts...)
+	}
+	dec := nr.dec
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return ""
 	}
