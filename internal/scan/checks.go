@@ -407,7 +407,6 @@ func (sc *scanner) checkCrossTool(nt *normText) {
 		return
 	}
 	lb := nt.lower
-	low := "" // made from lb once a name is found
 	var ms []mention
 	var ats []int
 	for k := 0; k < len(lb); {
@@ -433,11 +432,8 @@ func (sc *scanner) checkCrossTool(nt *normText) {
 			k = next
 			continue
 		}
-		if low == "" {
-			low = string(lb)
-		}
 		// A one-word name ("search") is only a tool when the text says so.
-		if strings.ContainsAny(sib.lower, "_-.") || isCamel(sib.name) || namedAsTool(low, k, e) {
+		if strings.ContainsAny(sib.lower, "_-.") || isCamel(sib.name) || namedAsTool(lb, k, e) {
 			ms = append(ms, mention{k, e})
 		}
 		k = next
@@ -445,7 +441,7 @@ func (sc *scanner) checkCrossTool(nt *normText) {
 	// Each sentence is read once, with every other tool it names replaced
 	// by "@t"; a finding names the first of them that the order is about.
 	for i := 0; i < len(ms); {
-		a, b := sentence(low, ms[i].k, ms[i].e)
+		a, b := sentence(lb, ms[i].k, ms[i].e)
 		j := i
 		for j < len(ms) && ms[j].k < b {
 			j++
@@ -455,18 +451,18 @@ func (sc *scanner) checkCrossTool(nt *normText) {
 		var marks []int // offsets of "@t" in the sentence, per mention
 		for _, m := range ms[i:j] {
 			qa, qb := m.k, m.e
-			for qa > at && strings.ContainsRune("`'\"", rune(low[qa-1])) {
+			for qa > at && strings.ContainsRune("`'\"", rune(lb[qa-1])) {
 				qa--
 			}
-			for qb < b && strings.ContainsRune("`'\"", rune(low[qb])) {
+			for qb < b && strings.ContainsRune("`'\"", rune(lb[qb])) {
 				qb++
 			}
-			sb.WriteString(low[at:qa])
+			sb.Write(lb[at:qa])
 			marks = append(marks, sb.Len())
 			sb.WriteString("@t")
 			at = qb
 		}
-		sb.WriteString(low[at:b])
+		sb.Write(lb[at:b])
 		sent := sb.String()
 		ats = atOffsets(sent, ats[:0])
 		if m, ok := crossMatch(crossToolOrders, sent, marks, ats); ok {
@@ -551,16 +547,16 @@ func isCamel(s string) bool {
 	return false
 }
 
-func namedAsTool(low string, k, e int) bool {
+func namedAsTool(low []byte, k, e int) bool {
 	if k > 0 && e < len(low) && strings.ContainsRune("`'\"", rune(low[k-1])) && low[e] == low[k-1] {
 		return true
 	}
-	rest := strings.TrimLeft(low[e:], "`'\" ")
-	return strings.HasPrefix(rest, "tool") || strings.HasPrefix(rest, "function")
+	rest := bytes.TrimLeft(low[e:], "`'\" ")
+	return bytes.HasPrefix(rest, []byte("tool")) || bytes.HasPrefix(rest, []byte("function"))
 }
 
 // sentence returns the bounds of the sentence around [k,e).
-func sentence(s string, k, e int) (int, int) {
+func sentence(s []byte, k, e int) (int, int) {
 	a := k
 	for a > 0 && !sentenceEnd(s, a-1) {
 		a--
@@ -572,7 +568,7 @@ func sentence(s string, k, e int) (int, int) {
 	return a, b
 }
 
-func sentenceEnd(s string, i int) bool {
+func sentenceEnd(s []byte, i int) bool {
 	c := s[i]
 	if c == '\n' || c == '!' || c == '?' {
 		return true
