@@ -147,33 +147,18 @@ func leadSeq(parts []*syntax.Regexp) []string {
 	for _, p := range parts[1:] {
 		ex := exactSet(p)
 		if ex == nil || !plainASCII(ex) {
-			if next := leadProduct(strs, leadOf(p)); next != nil {
+			if next := product(strs, leadOf(p), maxLead); next != nil {
 				return next
 			}
 			return strs
 		}
-		next := leadProduct(strs, ex)
+		next := product(strs, ex, maxLead)
 		if next == nil {
 			return strs
 		}
 		strs = next
 	}
 	return strs
-}
-
-// leadProduct is every string of a followed by every string of b, or nil
-// when b is nil or that makes more than maxLead.
-func leadProduct(a, b []string) []string {
-	if b == nil || len(a)*len(b) > maxLead {
-		return nil
-	}
-	out := make([]string, 0, len(a)*len(b))
-	for _, x := range a {
-		for _, y := range b {
-			out = append(out, x+y)
-		}
-	}
-	return dedupe(out)
 }
 
 // plainASCII: every string is printable ASCII without a space.

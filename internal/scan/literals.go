@@ -89,7 +89,7 @@ func literalSets(expr string) []litSet {
 			if run == nil {
 				run, runStart = []string{""}, k
 			}
-			if next := product(run, ex); next != nil {
+			if next := product(run, ex, maxExact); next != nil {
 				run = next
 				continue
 			}
@@ -175,7 +175,7 @@ func literalSet(re *syntax.Regexp) []string {
 				if run == nil {
 					run = []string{""}
 				}
-				if next := product(run, ex); next != nil {
+				if next := product(run, ex, maxExact); next != nil {
 					run = next
 					continue
 				}
@@ -279,7 +279,7 @@ func exactSet(re *syntax.Regexp) []string {
 			if ex == nil {
 				return nil
 			}
-			if run = product(run, ex); run == nil {
+			if run = product(run, ex, maxExact); run == nil {
 				return nil
 			}
 		}
@@ -289,9 +289,9 @@ func exactSet(re *syntax.Regexp) []string {
 }
 
 // product concatenates every string of a with every string of b, or nil
-// when that makes too many.
-func product(a, b []string) []string {
-	if len(a)*len(b) > maxExact {
+// when b is nil or that makes more than most.
+func product(a, b []string, most int) []string {
+	if b == nil || len(a)*len(b) > most {
 		return nil
 	}
 	out := make([]string, 0, len(a)*len(b))
