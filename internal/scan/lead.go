@@ -27,19 +27,17 @@ const bigPattern = 500
 // with a word byte).
 type leadSet struct {
 	word    bool
-	byFirst [256][]string // strs by their first byte, upper and lower case
-	src     string        // the pattern, anchored at the start of its input
-	once    sync.Once
-	big     bool // the pattern is large enough for the lead to pay
-	re      *regexp.Regexp
+	byFirst [256][]string  // strs by their first byte, upper and lower case
+	re      *regexp.Regexp // the pattern, anchored at the start of its input
+	rev     bool           // the set is of the pattern reversed (shortcut)
 }
 
 // maxLead bounds a lead set: more strings and most words would start one.
 const maxLead = 256
 
-// newLead returns the lead set of pattern src, or nil when its matches can
+// newLead returns the lead set of pattern re, or nil when its matches can
 // start with other text.
-func newLead(src string, re *syntax.Regexp) *leadSet {
+func newLead(re *syntax.Regexp) *leadSet {
 	var parts []*syntax.Regexp
 	var flatten func(re *syntax.Regexp) bool // false: stop, the rest does not matter
 	flatten = func(re *syntax.Regexp) bool {
@@ -69,7 +67,7 @@ func newLead(src string, re *syntax.Regexp) *leadSet {
 	if strs == nil {
 		return nil
 	}
-	l := &leadSet{word: word, src: `\A(?:` + src + `)`}
+	l := &leadSet{word: word}
 	for _, s := range strs {
 		if s == "" || word && !wordByte(s[0]) {
 			return nil
@@ -173,27 +171,6 @@ func plainASCII(xs []string) bool {
 	return true
 }
 
-// use reports whether the lead answers for its pattern: the pattern is
-// large (it is compiled, with its anchored copy, the first time it is
-// asked).
-func (l *leadSet) use() bool {
-	if l == nil {
-		return false
-	}
-	l.once.Do(func() {
-		re, err := syntax.Parse(l.src, syntax.Perl)
-		if err != nil {
-			return
-		}
-		prog, err := syntax.Compile(re.Simplify())
-		if err != nil || len(prog.Inst) <= bigPattern {
-			return
-		}
-		l.big, l.re = true, regexp.MustCompile(l.src)
-	})
-	return l.big
-}
-
 // matches answers whole.Match(t) for the pattern whole: it tries the
 // pattern anchored where a lead string starts. At such a start the anchored
 // pattern sees the text before it as the start of its input: \b there
@@ -203,9 +180,13 @@ func (l *leadSet) use() bool {
 // ASCII that case folding makes match an ASCII one, the Kelvin sign (k) and
 // the long s, are not looked for: a text with one is asked of the whole
 // pattern.
+// A reversed set reads the text reversed, as the pattern it was made from.
 func (l *leadSet) matches(whole *regexp.Regexp, t []byte) bool {
 	if foldsToASCII(t) {
 		return whole.Match(t)
+	}
+	if l.rev {
+		t = reverseRunes(t)
 	}
 	return l.at(t)
 }
@@ -234,47 +215,42 @@ func foldsToASCII(t []byte) bool {
 	return bytes.Contains(t, []byte("\u212a")) || bytes.Contains(t, []byte("\u017f"))
 }
 
-// trailSet is a large pattern's lead set read backwards: what its matches
-// end with. A pattern that starts with a long list of paths but ends with
-// a verb ("... and send", "...: upload") is asked, reversed, where a
-// reversed verb starts in the reversed text: a pattern matches a text
-// exactly when the pattern reversed (its concatenations and literals in
-// the other order, the starts and ends of lines and text swapped) matches
-// the text reversed. It is made the first time it is asked, as printing a
-// pattern's tree is slow.
-type trailSet struct {
+// shortcut is how a pattern answers "does it match", chosen the first time
+// it is asked (parsing and printing patterns is slow, and most never run):
+// by its lead set when it is large and has one; else, when it is large, by
+// the lead set of the pattern reversed, what its matches end with (a list
+// of paths, then "and send", ": upload", ...), in the reversed text: a
+// pattern matches a text exactly when the pattern reversed (its
+// concatenations and literals in the other order, the starts and ends of
+// lines and text swapped) matches the text reversed; else whole.
+type shortcut struct {
 	src  string
 	once sync.Once
-	l    *leadSet // nil: the pattern is small, or its end is no lead set
+	l    *leadSet // nil: the whole pattern is asked
 }
 
-func (ts *trailSet) get() *leadSet {
-	if ts == nil {
-		return nil
-	}
-	ts.once.Do(func() {
-		re, err := syntax.Parse(ts.src, syntax.Perl)
+// get returns the pattern's lead set, or nil.
+func (sh *shortcut) get() *leadSet {
+	sh.once.Do(func() {
+		re, err := syntax.Parse(sh.src, syntax.Perl)
 		if err != nil {
 			return
 		}
 		if prog, err := syntax.Compile(re.Simplify()); err != nil || len(prog.Inst) <= bigPattern {
 			return
 		}
+		if l := newLead(re); l != nil {
+			l.re = regexp.MustCompile(`\A(?:` + sh.src + `)`)
+			sh.l = l
+			return
+		}
 		rev := reversed(re)
-		if l := newLead(rev.String(), rev); l.use() {
-			ts.l = l
+		if l := newLead(rev); l != nil {
+			l.re, l.rev = regexp.MustCompile(`\A(?:`+rev.String()+`)`), true
+			sh.l = l
 		}
 	})
-	return ts.l
-}
-
-// matches answers whole.Match(t) by the reversed pattern, as
-// leadSet.matches does.
-func (ts *trailSet) matches(whole *regexp.Regexp, t []byte) bool {
-	if foldsToASCII(t) {
-		return whole.Match(t)
-	}
-	return ts.l.at(reverseRunes(t))
+	return sh.l
 }
 
 // reverseRunes returns t with its runes in the other order, each rune's

@@ -55,15 +55,9 @@ func TestLeadAsMatch(t *testing.T) {
 	}
 	n, yes, used := 0, 0, 0
 	for _, r := range loadedRules().text {
-		for pi, l := range r.lead {
-			// by answers as matchIn does with the lead or the trail.
-			var by func(re *regexp.Regexp, t []byte) bool
-			switch ts := r.trail[pi]; {
-			case l.use():
-				by = l.matches
-			case ts.get() != nil:
-				by = ts.matches
-			default:
+		for pi, sh := range r.short {
+			l := sh.get()
+			if l == nil {
 				continue
 			}
 			used++
@@ -74,7 +68,7 @@ func TestLeadAsMatch(t *testing.T) {
 					target = cased[i]
 				}
 				want := re.Match(target)
-				if got := by(re, target); got != want {
+				if got := l.matches(re, target); got != want {
 					t.Errorf("%s pattern %d on %q: by its lead or trail %v, whole %v", r.ID, pi, target, got, want)
 				}
 				n++

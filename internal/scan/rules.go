@@ -59,8 +59,7 @@ type Rule struct {
 	near        [][]string  // per pattern: literal sets of one common punctuation character each, looked for in the text a pattern would read instead of by the automaton
 	reach       []int       // per pattern: longest match in bytes (maxMatchLen), for windows
 	lineStart   []bool      // per pattern: it has a ^ or \A, so windows start at a line start
-	lead        []*leadSet  // per pattern: what its matches start with, or nil (lead.go)
-	trail       []*trailSet // per pattern without a lead: what its matches end with, made when first asked
+	short       []*shortcut // per pattern: how it answers "does it match" (lead.go)
 	cased       [][]string  // per pattern of a rule on the cased text: strings in the pattern's case one of which every match holds (casedLiterals), or nil
 }
 
@@ -379,13 +378,7 @@ func compileRule(category string, sp ruleSpec) (*Rule, error) {
 		r.near = append(r.near, nil)
 		r.reach = append(r.reach, maxMatchLen(p))
 		r.lineStart = append(r.lineStart, hasAnchor(re))
-		l := newLead(p, re)
-		r.lead = append(r.lead, l)
-		var ts *trailSet
-		if l == nil {
-			ts = &trailSet{src: p}
-		}
-		r.trail = append(r.trail, ts)
+		r.short = append(r.short, &shortcut{src: p})
 		var cased []string
 		if r.On == "cased" {
 			cased = casedLiterals(re.Simplify())

@@ -197,13 +197,10 @@ func (r *Rule) matchIn(pi int, t []byte, off int) (int, int, bool) {
 	re := r.patterns[pi].get()
 	// Most windows hold no match: asking only whether one exists lets the
 	// matcher carry no submatch positions, which is most of its work; a
-	// large pattern with a lead set is asked only where a match can start.
-	if l := r.lead[pi]; l.use() {
+	// large pattern with a lead set is asked only where a match can start
+	// (or, reversed, end).
+	if l := r.short[pi].get(); l != nil {
 		if !l.matches(re, t) {
-			return 0, 0, false
-		}
-	} else if ts := r.trail[pi]; ts.get() != nil {
-		if !ts.matches(re, t) {
 			return 0, 0, false
 		}
 	} else if !re.Match(t) {
