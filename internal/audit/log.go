@@ -17,8 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gofrs/flock"
-
 	"github.com/mcpcage/mcpcage/internal/atomicfile"
 	"github.com/mcpcage/mcpcage/internal/home"
 )
@@ -97,7 +95,7 @@ type Log struct {
 	opts Options
 	keys *Keys
 	mac  *mac
-	lock *flock.Flock
+	lock *writeLock
 
 	mu     sync.Mutex
 	closed bool
@@ -185,7 +183,7 @@ func Open(opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{opts: opts, keys: k, mac: newMAC(k.MAC), lock: flock.New(filepath.Join(opts.Dir, lockName), flock.SetPermissions(0o600))}
+	l := &Log{opts: opts, keys: k, mac: newMAC(k.MAC), lock: newWriteLock(filepath.Join(opts.Dir, lockName))}
 	l.idle = sync.NewCond(&l.qmu)
 	return l, nil
 }
