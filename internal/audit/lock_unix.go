@@ -10,7 +10,7 @@ import (
 )
 
 // writeLock is the log's lock file, held open by the Log across commits: a
-// commit costs a flock, an fstat, a stat and an unlock instead of also
+// commit costs a flock, an fstat and an unlock instead of also
 // opening and closing the file each time (gofrs/flock closes it on Unlock).
 type writeLock struct {
 	path string
@@ -52,19 +52,16 @@ func (w *writeLock) Lock() error {
 	}
 }
 
-// current says whether the open file is still the file at the path.
+// current says whether the open file is still the file at the path: a
+// file removed, or replaced by a rename over it, has no links left. (One
+// fstat; a stat of the path would cost a lookup on every commit. A lock
+// file hard-linked elsewhere and then replaced is not seen.)
 func (w *writeLock) current() (bool, error) {
-	var open, named syscall.Stat_t
-	if err := syscall.Fstat(w.fd, &open); err != nil {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(w.fd, &st); err != nil {
 		return false, err
 	}
-	if err := syscall.Stat(w.path, &named); err != nil {
-		if errors.Is(err, syscall.ENOENT) {
-			return false, nil
-		}
-		return false, err
-	}
-	return open.Dev == named.Dev && open.Ino == named.Ino, nil
+	return st.Nlink > 0, nil
 }
 
 // Unlock releases the lock and keeps the file open for the next commit.
