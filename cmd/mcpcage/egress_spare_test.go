@@ -33,6 +33,23 @@ func containerGone(cli *client.Client, id string) bool {
 	return cerrdefs.IsNotFound(err)
 }
 
+// spareSetup is the test's internet, the env of sessions that make and
+// claim spares, a state directory and its home, whose spares go with the
+// test.
+func spareSetup(t *testing.T) (cli *client.Client, env []string, dir, home string) {
+	cli = probeEngine(t)
+	_, env = egressSetup(t, cli)
+	env = append(env, EnvEgressSpare+"=on")
+	dir = stateDir(t)
+	home = filepath.Join(dir, "mcpcage")
+	t.Cleanup(func() {
+		if err := cage.RemoveSpare(context.Background(), cli, home); err != nil {
+			t.Errorf("removing the test's spares: %v", err)
+		}
+	})
+	return cli, env, dir, home
+}
+
 // TestRunAllowHostSpare: the first session with --allow-host of a home
 // finds no spare, starts its own gateway and, once its cage runs, makes
 // one that outlives it; the next session claims it (the probe reaches the
@@ -41,16 +58,7 @@ func containerGone(cli *client.Client, id string) bool {
 // their stdin), and the next start removes its cage and the spare's
 // network.
 func TestRunAllowHostSpare(t *testing.T) {
-	cli := probeEngine(t)
-	_, env := egressSetup(t, cli)
-	env = append(env, EnvEgressSpare+"=on")
-	dir := stateDir(t)
-	home := filepath.Join(dir, "mcpcage")
-	t.Cleanup(func() {
-		if err := cage.RemoveSpare(context.Background(), cli, home); err != nil {
-			t.Errorf("removing the test's spare: %v", err)
-		}
-	})
+	cli, env, dir, home := spareSetup(t)
 	args := []string{"--allow-host", "api.allowed.test", "--allow-private-addresses", "--name", "egress-probe", "--image", cagetest.ProbeImage}
 	spare := func() (string, string) {
 		g, h, err := cage.SpareOf(context.Background(), cli, home)

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -682,14 +681,9 @@ func fixRun(opts *ProtectOptions, reports []*fileReport, ledger *clients.Ledger)
 		return nil
 	}
 	printPlan(opts, plans, "cage")
-	n, networked := 0, 0
+	n, networked := 0, networkedIn(plans)
 	for _, p := range plans {
 		n += len(p.changes)
-		for _, c := range p.changes {
-			if slices.ContainsFunc(c.After.CageFlags(), func(f string) bool { return strings.HasPrefix(f, "--allow-host=") }) {
-				networked++
-			}
-		}
 	}
 	what := fmt.Sprintf("cage %s in %s", countOf(n, "server"), countOf(len(plans), "file"))
 	if networked > 0 {
@@ -735,6 +729,9 @@ func fixRun(opts *ProtectOptions, reports []*fileReport, ledger *clients.Ledger)
 	written, entries, failed := apply(opts, plans, ledger, true)
 	if written > 0 {
 		untrusted.Fprintf(w, "Caged %s in %s.%s Restart the clients to start them caged; `mcpcage unwrap` restores them.\n", countOf(entries, "server"), countOf(written, "file"), installed)
+		if !opts.NoInstall {
+			prepareSpares(opts, networkedIn(plans))
+		}
 	}
 	if len(failed) > 0 {
 		for _, f := range failed[:len(failed)-1] {

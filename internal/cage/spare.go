@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -117,6 +118,9 @@ type SpareSpec struct {
 	// Renew is the age at which a live session replaces the spare it made
 	// (0: four fifths of MaxAge, 8 minutes), before it is too old to claim.
 	Renew time.Duration
+	// Want is how many spares to have ready at least, live sessions or
+	// not (PrepareSpares); 0: one for each live session.
+	Want int
 }
 
 func (s SpareSpec) maxAge() time.Duration {
@@ -398,6 +402,48 @@ func PrepareSpare(ctx context.Context, cli *client.Client, s SpareSpec) error {
 	return (&spareKeeper{cli: cli, s: s}).keep(ctx)
 }
 
+// PrepareSpares makes spares for the home until n of them (at most
+// SpareSlots) are ready or being made, all at once, and returns how many it
+// made: protect --fix makes one for each server it cages with --allow-host,
+// so that each finds one when its client restarts. They wait as any spare
+// does (SpareAge) and are made by this process, which need not outlive them.
+func PrepareSpares(ctx context.Context, cli *client.Client, s SpareSpec, n int) (int, error) {
+	s.Want = min(n, SpareSlots)
+	made := make([]bool, s.Want)
+	errs := make([]error, s.Want)
+	var wg sync.WaitGroup
+	for i := range s.Want {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := &spareKeeper{cli: cli, s: s}
+			errs[i] = k.keep(ctx)
+			made[i] = k.mine != ""
+		}()
+	}
+	wg.Wait()
+	count := 0
+	for _, m := range made {
+		if m {
+			count++
+		}
+	}
+	return count, errors.Join(errs...)
+}
+
+// ReadySpares counts the home's spares that are whole, running and
+// unclaimed.
+func ReadySpares(ctx context.Context, cli *client.Client, home string) (int, error) {
+	sp, err := readSpares(ctx, cli, home, false)
+	n := 0
+	for _, sl := range sp {
+		if sl.gw != nil && sl.hold != nil && string(sl.gw.State) == "running" && string(sl.hold.State) == "running" {
+			n++
+		}
+	}
+	return n, err
+}
+
 // spareKeeper is a live session's care of the home's spares: one of them
 // its own, made by it, replaced when it is due.
 type spareKeeper struct {
@@ -482,7 +528,7 @@ func (k *spareKeeper) keep(ctx context.Context) error {
 	if mine >= 0 && sp[mine].age() < s.renew() {
 		return done(nil) // its own is ready
 	}
-	if have >= min(max(live, 1), SpareSlots) {
+	if have >= min(max(live, s.Want, 1), SpareSlots) {
 		// Enough without its own: that one (due) goes.
 		if mine >= 0 {
 			err = retire(&sp[mine])
