@@ -28,6 +28,7 @@ var parseSeeds = []string{
 	`[{"jsonrpc":"2.0","id":1,"method":"x"}]`,
 	"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}",
 	`{"jsonrpc":"2.0","id":1.5e3,"result":{}}`,
+	`{"jsonrpc":"2.0","id":2,"method":"ping","params":{"a":{"_meta":1}, "\u005fmeta" :{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
 }
 
 // FuzzParse: whatever Parse accepts really is strict, and it never panics.
@@ -81,11 +82,38 @@ func FuzzParse(f *testing.F) {
 		default:
 			t.Fatalf("kind %d", m.Kind)
 		}
+		if want := metaOf(m.Params); !bytes.Equal(m.Meta, want) || (m.Meta == nil) != (want == nil) {
+			t.Fatalf("Meta %q, want %q", m.Meta, want)
+		}
 		// What the proxy would send back must itself parse.
 		if _, err := jsonrpc.Parse(jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeBlocked, string(line), nil)); err != nil {
 			t.Fatalf("error response to an accepted message does not parse: %v", err)
 		}
 	})
+}
+
+// metaOf is an independent reading of params' own "_meta" member: nil
+// when params is not an object or has none.
+func metaOf(params []byte) []byte {
+	d := jsontext.NewDecoder(bytes.NewReader(params))
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil
+	}
+	for d.PeekKind() == '"' {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return nil
+		}
+		name := tok.String()
+		v, err := d.ReadValue()
+		if err != nil {
+			return nil
+		}
+		if name == "_meta" {
+			return v
+		}
+	}
+	return nil
 }
 
 // checkNames is an independent check: no object anywhere holds two names

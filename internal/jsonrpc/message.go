@@ -53,6 +53,10 @@ type Message struct {
 	ID     ID     // zero for notifications
 	Method string // requests and notifications
 	Params []byte // raw JSON of params, nil when absent
+	// Meta is the raw JSON of params' "_meta" member (params an object),
+	// nil when absent: found while params was validated, so that a reader
+	// of _meta need not search a large params again.
+	Meta   []byte
 	Result []byte // raw JSON of result, nil when absent
 	Error  *Error // error responses
 }
@@ -93,8 +97,8 @@ const (
 
 // Own copies m out of the buffer Parse read it from (a Reader's, through
 // Next), so that m stays valid once that buffer is reused: Raw, and Params,
-// Result and Error.Data, which are slices of Raw, then point into one new
-// array of m's own. Raw keeps room for a '\n' after it, as ReadLine gives.
+// Meta, Result and Error.Data, which are slices of Raw, then point into one
+// new array of m's own. Raw keeps room for a '\n' after it, as ReadLine gives.
 // Own is for messages that Parse returned; call it before the buffer is
 // written again.
 func (m *Message) Own() {
@@ -109,6 +113,7 @@ func (m *Message) Own() {
 	raw[n] = '\n'
 	raw = raw[:n]
 	m.Params = rebase(m.Raw, raw, m.Params)
+	m.Meta = rebase(m.Raw, raw, m.Meta)
 	m.Result = rebase(m.Raw, raw, m.Result)
 	if m.Error != nil {
 		e := *m.Error

@@ -165,13 +165,26 @@ func (s *scanner) parse(line []byte) (*Message, error) {
 			m.Method = unquote(line[start:s.i])
 			haveMethod = true
 		case "params":
-			if c := s.peek(); c != '{' && c != '[' {
+			c := s.peek()
+			if c != '{' && c != '[' {
 				if !valueStart(c) {
 					return s.unexpected()
 				}
 				return invalid(`"params" must be an object or an array`)
 			}
-			if _, err := s.value(); err != nil {
+			if c == '[' {
+				if _, err := s.value(); err != nil {
+					return err
+				}
+			} else if err := s.object(nil, func(name []byte, at int) error {
+				if _, err := s.value(); err != nil {
+					return err
+				}
+				if string(name) == "_meta" {
+					m.Meta = line[at:s.i]
+				}
+				return nil
+			}); err != nil {
 				return err
 			}
 			m.Params = line[start:s.i]
@@ -236,7 +249,7 @@ func (s *scanner) parse(line []byte) (*Message, error) {
 
 // object reads the members of the object whose '{' is at s.i, handing
 // each name and where its value starts to member, which reads the value. A
-// name that nearly spells one of names is refused.
+// name that nearly spells one of names is refused (names nil: any name).
 func (s *scanner) object(names []string, member func(name []byte, start int) error) error {
 	s.i++
 	s.push()
@@ -248,7 +261,7 @@ func (s *scanner) object(names []string, member func(name []byte, start int) err
 			if err != nil {
 				return err
 			}
-			if n, ok := nearMiss(name, names); ok {
+			if n, ok := nearMiss(name, names); names != nil && ok {
 				return invalid("member %q must be spelled %q", shortName(name), n)
 			}
 			if err := member(name, s.skipSpace()); err != nil {

@@ -43,6 +43,39 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
+// TestParseMeta: Meta is params' own "_meta" member, found by name after
+// unescaping, and only at the top of an object params; Own keeps it.
+func TestParseMeta(t *testing.T) {
+	tests := []struct{ line, meta string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"x","_meta":{"k":"v"},"b":[1]}}`, `{"k":"v"}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"\u005fmeta":"s"}}`, `"s"`},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{ "_meta" : 7 }}`, `7`},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":{"_meta":{}}}}`, ``},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":[{"_meta":{}}]}`, ``},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","_meta":{}}`, ``},
+		{`{"jsonrpc":"2.0","id":1,"result":{"_meta":{}}}`, ``},
+	}
+	for _, tt := range tests {
+		m, err := Parse([]byte(tt.line))
+		if err != nil {
+			t.Fatalf("Parse(%s): %v", tt.line, err)
+		}
+		if string(m.Meta) != tt.meta || (tt.meta == "") != (m.Meta == nil) {
+			t.Errorf("Parse(%s).Meta = %q, want %q", tt.line, m.Meta, tt.meta)
+		}
+		buf := []byte(tt.line)
+		m, _ = Parse(buf)
+		m.Own()
+		clear(buf)
+		if string(m.Meta) != tt.meta {
+			t.Errorf("after Own, Meta of %s = %q", tt.line, m.Meta)
+		}
+	}
+	if _, err := Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":1,"_Meta":2}}`)); err == nil {
+		t.Error("params with _meta and _Meta accepted")
+	}
+}
+
 func TestParseBad(t *testing.T) {
 	tests := []struct {
 		line string

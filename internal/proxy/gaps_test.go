@@ -80,6 +80,8 @@ func TestRefusalsObserved(t *testing.T) {
 	c.expect(`"id":2`, "differ only in case")
 	c.send(`{"jsonrpc":"2.0","id":3,"method":"x","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"1999-01-01"}}}`)
 	c.expect(`"id":3`, "1999-01-01")
+	c.send(`{"jsonrpc":"2.0","id":5,"method":"x","params":{"_meta":{"io.modelcontextprotocol/protocol\u0056ersion":"1998-01-01"}}}`)
+	c.expect(`"id":5`, "1998-01-01")
 	c.send(emit(4, `{"jsonrpc":"2.0","method":"n","params":{"k":1,"k":2}}`, `{"jsonrpc":"2.0","id":99,"result":{}}`))
 	c.expect(`"id":4`)
 	p.toProxy.Close()
@@ -95,6 +97,7 @@ func TestRefusalsObserved(t *testing.T) {
 	}{
 		{ClientToServer, "2", "differ only in case", true},
 		{ClientToServer, "3", "1999-01-01", true},
+		{ClientToServer, "5", "1998-01-01", true},
 		{ServerToClient, "", "duplicate member name", false},
 		{ServerToClient, "99", "no pending request", false},
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/mcpcage/mcpcage/internal/jsonrpc"
 )
 
 // memberRaw returns the raw JSON of the member at path inside obj, an
@@ -62,12 +64,11 @@ func member(obj []byte, path ...string) (string, bool) {
 	return string(s), true
 }
 
-// metaVersion returns params._meta["io.modelcontextprotocol/protocolVersion"].
-func metaVersion(params []byte) (string, bool) {
-	if !bytes.Contains(params, []byte("protocolVersion")) {
-		return "", false
-	}
-	raw, ok := memberRaw(params, "_meta", MetaProtocolVersion)
+// metaVersion returns params._meta["io.modelcontextprotocol/protocolVersion"]
+// of a message Parse returned (m.Meta: params' _meta, found while params was
+// validated; a large params is not searched again).
+func metaVersion(m *jsonrpc.Message) (string, bool) {
+	raw, ok := memberRaw(m.Meta, MetaProtocolVersion)
 	if !ok {
 		return "", false
 	}

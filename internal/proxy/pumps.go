@@ -87,7 +87,7 @@ func (r *run) admitClientRequest(m *jsonrpc.Message) (code int, reason string) {
 	if full {
 		return jsonrpc.CodeInvalidRequest, "too many requests are already waiting for the server"
 	}
-	if v, ok := metaVersion(m.Params); ok {
+	if v, ok := metaVersion(m); ok {
 		if !KnownVersion(v) {
 			return jsonrpc.CodeInvalidParams, fmt.Sprintf("protocol version %s is not one this mcpcage understands; it knows %v and %v", clip(v), HandshakeVersions, StatelessVersions)
 		}
