@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -180,11 +181,22 @@ func FuzzReader(f *testing.F) {
 			}
 		}
 		// ReadLine copies each line; Next lends it from the Reader's buffer.
-		// Both must give the lines, with room for a '\n' after each.
-		for _, next := range []bool{false, true} {
-			r := jsonrpc.NewReader(bytes.NewReader(in), max)
+		// Both must give the lines, with room for a '\n' after each; so
+		// must Next after HasLine (which remembers the line it found), on
+		// input that arrives in pieces.
+		for mode := range 3 {
+			next := mode > 0
+			var src io.Reader = bytes.NewReader(in)
+			if mode == 2 {
+				src = iotest.HalfReader(src)
+			}
+			r := jsonrpc.NewReader(src, max)
 			var got []string
 			for {
+				if mode == 2 {
+					r.HasLine()
+					r.HasLine()
+				}
 				read := r.ReadLine
 				if next {
 					read = r.Next
@@ -202,12 +214,12 @@ func FuzzReader(f *testing.F) {
 					t.Fatal(err)
 				}
 				if n := len(line); cap(line) <= n || line[:n+1][n] != '\n' {
-					t.Fatalf("next %v: no '\\n' after the line %q", next, line)
+					t.Fatalf("mode %d: no '\\n' after the line %q", mode, line)
 				}
 				got = append(got, string(line))
 			}
 			if strings.Join(got, "\x00|") != strings.Join(want, "\x00|") {
-				t.Fatalf("next %v, max %d\ngot  %q\nwant %q", next, max, got, want)
+				t.Fatalf("mode %d, max %d\ngot  %q\nwant %q", mode, max, got, want)
 			}
 		}
 	})

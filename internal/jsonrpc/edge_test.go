@@ -449,6 +449,32 @@ func TestHasLine(t *testing.T) {
 	}
 }
 
+// TestNextAfterHasLine: the line HasLine found is the one Next gives (Next
+// takes it without searching again), a "\r" before its "\n" dropped, and
+// the lines after it follow, whether HasLine was asked once, twice or not.
+func TestNextAfterHasLine(t *testing.T) {
+	in := "one\ntwo\r\n\nthree\nfour"
+	want := []string{"one", "two", "", "three", "four"}
+	for asks := range 3 {
+		r := NewReader(strings.NewReader(in), 10)
+		if _, err := r.Next(); err != nil { // fills the buffer
+			t.Fatal(err)
+		}
+		for _, w := range want[1:] {
+			for range asks {
+				r.HasLine()
+			}
+			l, err := r.Next()
+			if err != nil || string(l) != w || cap(l) <= len(l) || l[:len(l)+1][len(l)] != '\n' {
+				t.Fatalf("asked %d times: Next = %q, %v; want %q with room for a '\\n'", asks, l, err, w)
+			}
+		}
+		if l, err := r.Next(); err != io.EOF {
+			t.Fatalf("asked %d times: after the last line %q, %v", asks, l, err)
+		}
+	}
+}
+
 func ExampleID_Key() {
 	fmt.Println(RawID(`1.0`).Key(), RawID(`"\u0031"`).Key())
 	// Output: 1 "1"

@@ -29,6 +29,10 @@ type Reader struct {
 	br  *bufio.Reader
 	max int
 	acc []byte // a line longer than br's buffer, gathered; reused
+	// next is the length, '\n' included, of the line HasLine found at the
+	// front of br's buffer (0: none known), so that Next takes it without
+	// searching the same bytes again.
+	next int
 }
 
 // keepAcc is the largest gathering buffer a Reader keeps for the next long
@@ -70,7 +74,15 @@ func (r *Reader) Next() ([]byte, error) {
 	acc := r.acc[:0]
 	tooLong := false
 	for {
-		frag, err := r.br.ReadSlice('\n')
+		var frag []byte
+		var err error
+		if n := r.next; n > 0 {
+			r.next = 0
+			frag, _ = r.br.Peek(n)
+			_, _ = r.br.Discard(n)
+		} else {
+			frag, err = r.br.ReadSlice('\n')
+		}
 		if err == bufio.ErrBufferFull {
 			if !tooLong {
 				if len(acc)+len(frag) > r.max+1 { // +1: a "\r" may still be dropped
@@ -188,7 +200,9 @@ func (r *Reader) HasLine() bool {
 		return false
 	}
 	b, _ := r.br.Peek(n)
-	return bytes.IndexByte(b, '\n') >= 0
+	i := bytes.IndexByte(b, '\n')
+	r.next = i + 1
+	return i >= 0
 }
 
 // SplitBatch returns the elements of a JSON array line, each as its own
