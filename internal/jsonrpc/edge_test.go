@@ -491,11 +491,17 @@ func TestErrorsSayWhere(t *testing.T) {
 		`{"a":[1] "b":2}`:       "expected ',' or '}' after an object member",
 		`{"a":1,"a":2}`:         `duplicate member name at "/params/a"`,
 		`[{"x":{"k":1,"k":1}}]`: `duplicate member name at "/params/0/x/k"`,
+		`{"a":tru}`:             "invalid literal, expected true",
+		`{"_meta":nul}`:         "invalid literal, expected null",
 	} {
 		_, err := Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"x","params":` + params + `}`))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("params %s: %v, want %q", params, err, want)
 		}
+	}
+	// A member the parser does not know is read as strictly.
+	if _, err := Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"x","extra":tru}`)); err == nil || !strings.Contains(err.Error(), "invalid literal, expected true") {
+		t.Errorf("an unknown member's bad value: %v", err)
 	}
 }
 

@@ -27,6 +27,8 @@ func TestParseGood(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"no","data":{"x":[1,{"y":2}]}}}`, KindResponse, "2", "", "", ""},
 		{`{"jsonrpc":"2.0","id":3,"result":{},"extra":[[],{}]}`, KindResponse, "3", "", "", `{}`},
 		{`{"jsonrpc":"2.0","method":"m","params":[1,"two",{"a":{"b":{"c":[]}}}]}`, KindNotification, "", "m", `[1,"two",{"a":{"b":{"c":[]}}}]`, ""},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{}}`, KindRequest, "1", "m", `{}`, ""},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params": { } ,"x":1}`, KindRequest, "1", "m", `{ }`, ""},
 	}
 	for _, tt := range tests {
 		m, err := Parse([]byte(tt.line))

@@ -2,6 +2,9 @@ package jsonrpc
 
 import (
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -62,6 +65,49 @@ func TestSpecialSearch(t *testing.T) {
 					b[p] = keep
 				}
 			}
+		}
+	}
+}
+
+// TestPortableParseSame: the portable search (plainWords) gives the same
+// verdict, reason and offset included, as the vector one (special) on the
+// test vectors and on strings of escapes, UTF-8, bad UTF-8 and control
+// bytes after every length of padding across the word and vector sizes,
+// inside an object, an array and alone on the line.
+func TestPortableParseSame(t *testing.T) {
+	var lines [][]byte
+	files, _ := filepath.Glob("testdata/*.json")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, b)
+	}
+	bodies := []string{"", `\n`, `\"`, `\\`, `\/`, `\u00e9`, `\ud83d\ude00`, `\ud83d`, `\x`, `\u12`,
+		"é", "€", "😀", "\xff", "\xc3", "\xe2\x82", "\x00", "\x1f", "\x7f", " ", "\t", `"`}
+	for _, body := range bodies {
+		for pad := 0; pad <= 70; pad++ {
+			p := strings.Repeat("a", pad)
+			for _, f := range []string{
+				`{"jsonrpc":"2.0","id":1,"method":"m","params":{"s":"%s"}}`,
+				`{"jsonrpc":"2.0","id":1,"method":"m","params":{"s%s":1}}`,
+				`["%s"]`, `"%s"`, `{"jsonrpc":"2.0","id":"%s","result":{}}`,
+			} {
+				lines = append(lines, []byte(strings.Replace(f, "%s", p+body+p, 1)))
+				lines = append(lines, []byte(strings.Replace(f, "%s", p+body, 1)))
+			}
+		}
+	}
+	lines = append(lines, benchLine(64<<10))
+	for _, line := range lines {
+		mv, ev := (&scanner{}).parse(line)
+		mw, ew := (&scanner{words: true}).parse(line)
+		if (ev == nil) != (ew == nil) || ev != nil && ev.Error() != ew.Error() {
+			t.Fatalf("%q: vector %v, portable %v", line, ev, ew)
+		}
+		if ev == nil && (string(mv.Params) != string(mw.Params) || mv.ID != mw.ID || string(mv.Result) != string(mw.Result)) {
+			t.Fatalf("%q: vector %+v, portable %+v", line, mv, mw)
 		}
 	}
 }
