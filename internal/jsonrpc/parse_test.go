@@ -28,6 +28,7 @@ func TestParseGood(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":3,"result":{},"extra":[[],{}]}`, KindResponse, "3", "", "", `{}`},
 		{`{"jsonrpc":"2.0","method":"m","params":[1,"two",{"a":{"b":{"c":[]}}}]}`, KindNotification, "", "m", `[1,"two",{"a":{"b":{"c":[]}}}]`, ""},
 		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{}}`, KindRequest, "1", "m", `{}`, ""},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"s":"\u00A9\u00a9\uFFFD\uABCD"}}`, KindRequest, "1", "m", `{"s":"\u00A9\u00a9\uFFFD\uABCD"}`, ""},
 		{`{"jsonrpc":"2.0","id":1,"method":"m","params": { } ,"x":1}`, KindRequest, "1", "m", `{ }`, ""},
 	}
 	for _, tt := range tests {

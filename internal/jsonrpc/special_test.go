@@ -46,7 +46,7 @@ func TestSpecialSearch(t *testing.T) {
 	buf := make([]byte, 200)
 	for n := 0; n <= 140; n++ {
 		for off := 0; off < 4; off++ {
-			b := buf[off : off+n]
+			b := buf[off : off+n : off+n] // no room after it: a read past the end fails
 			for i := range b {
 				b[i] = filler[rng.IntN(len(filler))]
 			}
