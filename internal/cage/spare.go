@@ -45,7 +45,8 @@ import (
 //     after the home and the slot (the engine refuses a second container of
 //     a name); a spare is made only under its slot's lock file, so two
 //     makers never build in one slot;
-//   - used once: a session claims one by renaming both to its own names,
+//   - used once: a session claims one by attaching to both (so its end
+//     ends them) and then renaming both to its own names,
 //     under a lock file in MCPCAGE_HOME that every claim and every check
 //     takes (held from the choice to the renames), so no two claims take
 //     the same spare; a spare that does not match the session (another
@@ -121,6 +122,14 @@ type SpareSpec struct {
 	// Want is how many spares to have ready at least, live sessions or
 	// not (PrepareSpares); 0: one for each live session.
 	Want int
+	// onStep, for tests, hears each step of a claim as it is done.
+	onStep func(step string)
+}
+
+func (s SpareSpec) step(name string) {
+	if s.onStep != nil {
+		s.onStep(name)
+	}
 }
 
 func (s SpareSpec) maxAge() time.Duration {
@@ -342,14 +351,7 @@ func ClaimSpare(ctx context.Context, cli *client.Client, s SpareSpec, spec Egres
 	}
 	base := "mcpcage-" + strings.ToLower(spec.Name) + "-" + randomHex(3)
 	g := &Gateway{cli: cli, id: take.gw.ID, holder: take.hold.ID, netID: take.gw.Labels[LabelSpareNet], events: make(chan struct{})}
-	if err := cli.ContainerRename(ctx, take.gw.ID, base+"-egress"); err != nil {
-		unlock()
-		return nil, nil // still the spare, or gone: not ours either way
-	}
-	// From here on it is this session's: no other claim can find it.
-	renameErr := cli.ContainerRename(ctx, take.hold.ID, base+"-hold")
-	unlock()
-	fail := func(err error) (*Gateway, error) {
+	drop := func() {
 		if g.hijack != nil {
 			g.hijack.Close()
 		}
@@ -358,27 +360,52 @@ func ClaimSpare(ctx context.Context, cli *client.Client, s SpareSpec, spec Egres
 		}
 		close(g.events)
 		_ = g.remove(ctx)
+	}
+	fail := func(err error) (*Gateway, error) {
+		drop()
 		return nil, err
 	}
+	// Both stdins are attached before either is renamed: from the first
+	// attachment on, the end of this process (SIGKILL too) closes them and
+	// both exit, so a claimer that dies mid-claim leaves no renamed spare
+	// waiting out its age. Until the renames it is still the spare: a
+	// failure here breaks it (it is removed) and the session makes its own.
+	hj, err := cli.ContainerAttach(ctx, g.holder, container.AttachOptions{Stream: true, Stdin: true})
+	if err != nil {
+		close(g.events)
+		unlock()
+		return nil, nil
+	}
+	g.holdConn = hj.Conn
+	hold := hj.Conn
+	s.step("attached holder")
+	out, err := g.attach(ctx, spec.Log, true)
+	if err != nil {
+		drop()
+		unlock()
+		return nil, nil
+	}
+	s.step("attached gateway")
+	if err := cli.ContainerRename(ctx, take.gw.ID, base+"-egress"); err != nil {
+		drop()
+		unlock()
+		return nil, nil
+	}
+	// From here on it is this session's: no other claim can find it.
+	s.step("renamed gateway")
+	renameErr := cli.ContainerRename(ctx, take.hold.ID, base+"-hold")
+	unlock()
 	if renameErr != nil {
 		return fail(fmt.Errorf("cannot claim the spare's holder: %s", oneLine(renameErr)))
 	}
+	s.step("renamed holder")
 	if ni, err := cli.NetworkInspect(ctx, g.netID, network.InspectOptions{}); err == nil {
 		g.netName = ni.Name
 	} else {
 		return fail(fmt.Errorf("cannot inspect the spare's network: %s", oneLine(err)))
 	}
-	hj, err := cli.ContainerAttach(ctx, g.holder, container.AttachOptions{Stream: true, Stdin: true})
-	if err != nil {
-		return fail(fmt.Errorf("cannot attach to the spare's holder: %s", oneLine(err)))
-	}
-	g.holdConn = hj.Conn
-	if _, err := hj.Conn.Write([]byte("claimed\n")); err != nil {
+	if _, err := hold.Write([]byte("claimed\n")); err != nil {
 		return fail(fmt.Errorf("cannot claim the spare's holder: %v", err))
-	}
-	out, err := g.attach(ctx, spec.Log, true)
-	if err != nil {
-		return fail(err)
 	}
 	claim, _ := json.Marshal(egress.Claim{Args: spec.Policy.Args()})
 	if _, err := g.stdin.Write(append(claim, '\n')); err != nil {

@@ -1,8 +1,11 @@
 package cage
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -114,6 +117,100 @@ func TestEgressSpareFirstStart(t *testing.T) {
 	}
 }
 
+// A claimer killed (SIGKILL) in the middle of its claim leaves no renamed
+// spare behind: the spare's gateway and holder exit with its attachments
+// and the engine removes them, at every step after the first attachment
+// (after the first only, the half left is removed by the next start).
+// Before, the renames came first: killed between them and the attaching,
+// the renamed gateway and holder waited out their 10 minutes.
+func TestEgressSpareClaimerKilled(t *testing.T) {
+	if spec := os.Getenv("MCPCAGE_TEST_CLAIM_CHILD"); spec != "" {
+		claimChild(t, spec)
+		return
+	}
+	cli, _ := dockerAndProbe(t)
+	in := testInternet(t, cli)
+	ctx := context.Background()
+	for _, step := range []string{"attached holder", "attached gateway", "renamed gateway", "renamed holder"} {
+		s := prepared(t, cli, in.Network)
+		gwID, holdID, netID := spareIDs(t, cli, s.Home)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestEgressSpareClaimerKilled$")
+		cmd.Env = append(os.Environ(), "MCPCAGE_TEST_CLAIM_CHILD="+s.Home+"\n"+s.Upstream+"\n"+step)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if line != step+"\n" {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the claiming child said %q (%v), want %q", line, err, step)
+		}
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		if step == "attached holder" {
+			// Killed with only the holder attached: the holder goes with
+			// it; the gateway, still under the spare's name, is half a
+			// spare, which the next start's look at the spares removes.
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !gone(cli, holdID); {
+				time.Sleep(250 * time.Millisecond)
+			}
+			if err := PrepareSpare(ctx, cli, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !(gone(cli, gwID) && gone(cli, holdID)); {
+			time.Sleep(250 * time.Millisecond)
+		}
+		if !gone(cli, gwID) || !gone(cli, holdID) {
+			t.Fatalf("killed at %q, the claimer left the spare's gateway (gone: %v) and holder (gone: %v) 30 s later", step, gone(cli, gwID), gone(cli, holdID))
+		}
+		if ni, err := cli.NetworkInspect(ctx, netID, network.InspectOptions{}); err == nil && len(ni.Containers) > 0 || err != nil && !cerrdefs.IsNotFound(err) {
+			t.Errorf("killed at %q, the spare's network still has a container on it (%v)", step, err)
+		}
+	}
+}
+
+// spareIDs are the home's spare's gateway, holder and network.
+func spareIDs(t *testing.T, cli *client.Client, home string) (gw, hold, net string) {
+	t.Helper()
+	gw, hold, err := SpareOf(context.Background(), cli, home)
+	if err != nil || gw == "" || hold == "" {
+		t.Fatalf("no spare made: %s %s %v", gw, hold, err)
+	}
+	info, err := cli.ContainerInspect(context.Background(), gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gw, hold, info.Config.Labels[LabelSpareNet]
+}
+
+// claimChild is the claimer TestEgressSpareClaimerKilled kills: it claims
+// the home's spare and stops for good at the step it was given, once it has
+// said so on stdout.
+func claimChild(t *testing.T, spec string) {
+	f := strings.Split(spec, "\n")
+	cli, err := Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, _ := egress.ParsePolicy([]string{"api.allowed.test"}, true)
+	s := SpareSpec{Home: f[0], Upstream: f[1], onStep: func(step string) {
+		if step == f[2] {
+			fmt.Println(step)
+			time.Sleep(time.Hour) // killed here
+		}
+	}}
+	gw, err := ClaimSpare(context.Background(), cli, s, EgressSpec{Policy: pol, Upstream: s.Upstream, Session: NewSession(), Name: "egress-probe", Log: os.Stderr})
+	fmt.Printf("the claim ended before %q: %v %v\n", f[2], gw != nil, err)
+}
+
 // Two sessions racing for one spare: one gets it, the others find none.
 func TestEgressSpareRace(t *testing.T) {
 	cli, _ := dockerAndProbe(t)
@@ -149,15 +246,7 @@ func TestEgressSpareStale(t *testing.T) {
 	if err := PrepareSpare(ctx, cli, s); err != nil {
 		t.Fatal(err)
 	}
-	gwID, holdID, err := SpareOf(ctx, cli, s.Home)
-	if err != nil || gwID == "" || holdID == "" {
-		t.Fatalf("no spare made: %s %s %v", gwID, holdID, err)
-	}
-	info, err := cli.ContainerInspect(ctx, gwID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	netID := info.Config.Labels[LabelSpareNet]
+	gwID, holdID, netID := spareIDs(t, cli, s.Home)
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
 		if gone(cli, gwID) && gone(cli, holdID) {
 			break
@@ -179,7 +268,7 @@ func TestEgressSpareStale(t *testing.T) {
 	if info, err := cli.ContainerInspect(ctx, old); err != nil || info.Config.Labels[LabelSpareNet] == netID {
 		t.Fatalf("no new spare after an expired one: %v", err)
 	}
-	info, _ = cli.ContainerInspect(ctx, old)
+	info, _ := cli.ContainerInspect(ctx, old)
 	oldNet := info.Config.Labels[LabelSpareNet]
 
 	other := s
