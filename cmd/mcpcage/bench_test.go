@@ -7,11 +7,14 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpcage/mcpcage/internal/audit"
 	"github.com/mcpcage/mcpcage/internal/cage"
 	"github.com/mcpcage/mcpcage/internal/install"
 )
@@ -176,13 +179,38 @@ const cageCalls = 300
 // BenchmarkCagePerCall times 300 sequential tools/calls (echo) of the
 // everything server, through `mcpcage run -- npx -y PKG` (cage, proxy, pins,
 // scanner, audit log) and through a plain docker run -i of the same image,
-// command and cache mount, the two in turn within each iteration. Startup
+// command and cache mount, the ways in turn within each iteration. Startup
 // is not timed. per-call-ratio is mcpcage over docker-run; mcpcage-peak-rss-MB
 // is the mcpcage process's peak resident set (VmHWM, read before it exits).
+//
+// The third way is the floor of any proxy that keeps the audit promise (a
+// call's record on disk before its answer): the plain docker run -i, with
+// one record appended to a real audit log (write and fsync, on the disk of
+// MCPCAGE_HOME) for each call, started the instant the request is sent,
+// and the call done when both its answer and its record are. A proxy that
+// cost nothing else would take this long (floor-us/call, floor-ratio over
+// docker-run); audit-fsync-p50-us is the median time of those records.
 func BenchmarkCagePerCall(b *testing.B) {
 	cb := newCageBench(b)
 	plain := cb.dockerArgs(false)
-	var tCage, tPlain time.Duration
+	floorDir := b.TempDir()
+	lg, err := audit.Open(audit.Options{Dir: filepath.Join(floorDir, "audit"), KeyDir: filepath.Join(floorDir, "keys")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lg.Close()
+	var synced []time.Duration
+	record := func() func() {
+		t0 := time.Now()
+		p := lg.Add("call_start", map[string]any{"server": "bench", "tool": "echo"})
+		return func() {
+			if _, err := p.Wait(); err != nil {
+				b.Fatal(err)
+			}
+			synced = append(synced, time.Since(t0))
+		}
+	}
+	var tCage, tPlain, tFloor time.Duration
 	var rss int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -190,13 +218,17 @@ func BenchmarkCagePerCall(b *testing.B) {
 			func() {
 				cmd := exec.Command(cb.bin, "run", "--", "npx", "-y", everything)
 				cmd.Env = cb.env
-				d, hwm := sequentialCalls(b, cmd, cageCalls)
+				d, hwm := sequentialCalls(b, cmd, cageCalls, nil)
 				tCage += d
 				rss = max(rss, hwm)
 			},
 			func() {
-				d, _ := sequentialCalls(b, exec.Command("docker", plain...), cageCalls)
+				d, _ := sequentialCalls(b, exec.Command("docker", plain...), cageCalls, nil)
 				tPlain += d
+			},
+			func() {
+				d, _ := sequentialCalls(b, exec.Command("docker", plain...), cageCalls, record)
+				tFloor += d
 			},
 		}
 		for k := range runs {
@@ -207,6 +239,10 @@ func BenchmarkCagePerCall(b *testing.B) {
 	b.ReportMetric(us(tCage), "mcpcage-us/call")
 	b.ReportMetric(us(tPlain), "docker-run-us/call")
 	b.ReportMetric(float64(tCage)/float64(tPlain), "per-call-ratio")
+	b.ReportMetric(us(tFloor), "floor-us/call")
+	b.ReportMetric(float64(tFloor)/float64(tPlain), "floor-ratio")
+	slices.Sort(synced)
+	b.ReportMetric(float64(synced[len(synced)/2].Microseconds()), "audit-fsync-p50-us")
 	b.ReportMetric(float64(rss)/1024, "mcpcage-peak-rss-MB")
 	b.ReportMetric(0, "ns/op")
 }
@@ -214,8 +250,10 @@ func BenchmarkCagePerCall(b *testing.B) {
 // sequentialCalls starts cmd, runs the MCP handshake, then times n
 // tools/calls of echo, each sent once the answer to the one before is in;
 // the handshake and the shutdown are not timed. It also returns the
-// process's peak resident set in KiB, read before the shutdown.
-func sequentialCalls(b *testing.B, cmd *exec.Cmd, n int) (time.Duration, int64) {
+// process's peak resident set in KiB, read before the shutdown. With
+// record, each call starts a record as its request is sent and is done
+// once the wait record returned is over too.
+func sequentialCalls(b *testing.B, cmd *exec.Cmd, n int, record func() (wait func())) (time.Duration, int64) {
 	b.Helper()
 	b.StopTimer()
 	defer b.StartTimer()
@@ -252,8 +290,13 @@ func sequentialCalls(b *testing.B, cmd *exec.Cmd, n int) (time.Duration, int64) 
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		id := strconv.Itoa(10 + i)
+		wait := func() {}
+		if record != nil {
+			wait = record()
+		}
 		fmt.Fprintln(in, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"echo","arguments":{"message":"call `+id+` of the benchmark"}}}`)
 		waitFor(id)
+		wait()
 	}
 	elapsed := time.Since(start)
 	hwm := vmHWM(b, cmd.Process.Pid)
