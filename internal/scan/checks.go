@@ -188,6 +188,25 @@ func encodedRuns(s string) []string {
 			i++
 			continue
 		}
+		// A run from i (s[i-1] is none of the alphabet) that reaches 24
+		// holds s[i+23]; if that byte is not of the alphabet, no run of 24
+		// starts before it. Else the run that holds it starts at k; if k
+		// is past i, the run from i ended before k and is short. Prose
+		// is words shorter than 24: most of its bytes are never looked at.
+		if p := i + 23; p < len(s) {
+			if !inAlpha(s[p]) {
+				i = p + 1
+				continue
+			}
+			k := p
+			for k > i && inAlpha(s[k-1]) {
+				k--
+			}
+			if k > i {
+				i = k
+				continue
+			}
+		}
 		j := i
 		for j < len(s) && inAlpha(s[j]) {
 			j++

@@ -1,6 +1,8 @@
 package scan
 
 import (
+	"encoding/binary"
+	"sort"
 	"unicode"
 	"unicode/utf8"
 
@@ -11,10 +13,75 @@ import (
 // the raw bytes so that a snippet shows what the server actually sent.
 type normText struct {
 	raw   string
-	norm  []byte  // NFKC-style compatibility mapping, invisibles removed, confusables mapped, case kept
-	lower []byte  // norm with ASCII letters lowered: same byte offsets as norm
-	start []int32 // start[i]: raw offset of the rune that produced norm[i]
-	end   []int32 // end[i]: raw offset just after that rune
+	norm  []byte   // NFKC-style compatibility mapping, invisibles removed, confusables mapped, case kept
+	lower []byte   // norm with ASCII letters lowered: same byte offsets as norm
+	segs  []rawSeg // the map back to raw offsets, in norm order (rawSpan)
+}
+
+// rawSeg maps the bytes of norm from at up to the next segment's at. A run
+// (copied ASCII) maps byte at+x to the raw byte start+x, the last one to
+// [start+x, end) (a run of whitespace after it may widen it); any other
+// segment maps each of its bytes to the raw character [start, end) that
+// produced it. One segment per run instead of two offsets per byte: writing
+// those was a quarter of normalizing.
+type rawSeg struct {
+	at, start, end int32
+	run            bool
+}
+
+// plainRun returns the end of the run of printable ASCII and single spaces
+// that goes on at j (s[j-1] is one of them), eight bytes a step while it
+// lasts: the same as testing byte by byte (the loop at the end does, from
+// where a word of eight breaks the run).
+func plainRun(s string, j int) int {
+	for j+8 <= len(s) {
+		x := load64(s, j)
+		if !printable(x) {
+			break
+		}
+		// No two spaces in a row, also across the previous byte.
+		sp := ^nonSpaces(x) & highs
+		if sp&(sp<<8) != 0 || sp&0x80 != 0 && s[j-1] == ' ' {
+			break
+		}
+		j += 8
+	}
+	for j < len(s) && plainByte(s, j) {
+		j++
+	}
+	return j
+}
+
+// plainByte reports whether s[j] goes on a run of printable ASCII and
+// single spaces.
+func plainByte(s string, j int) bool {
+	return s[j] > ' ' && s[j] < 0x7f || s[j] == ' ' && s[j-1] != ' '
+}
+
+// load64 reads s[i:i+8] as a little-endian word (the compiler makes it one
+// load).
+func load64(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+}
+
+// lowerASCII lowers the letters of b, printable ASCII only, eight bytes a
+// step: a byte from 'A' to 'Z' gets 0x20 added.
+func lowerASCII(b []byte) {
+	k := 0
+	for ; k+8 <= len(b); k += 8 {
+		x := binary.LittleEndian.Uint64(b[k:])
+		// Bytes below 0x80 do not carry: the top bit of a byte of
+		// x+(0x80-'A') is set from 'A' on, of x+(0x80-'Z'-1) past 'Z'.
+		up := (x + (0x80-'A')*ones) &^ (x + (0x80-'Z'-1)*ones) & highs
+		binary.LittleEndian.PutUint64(b[k:], x|up>>2)
+	}
+	for ; k < len(b); k++ {
+		if c := b[k]; c >= 'A' && c <= 'Z' {
+			b[k] = c + 'a' - 'A'
+		}
+	}
 }
 
 // invisible reports characters that render as nothing (or nearly nothing)
@@ -74,10 +141,9 @@ func normalize(s string, nt *normText, ident bool) {
 	if cap(nt.norm) < len(s) {
 		n := len(s) + len(s)/4 + 16
 		nt.norm, nt.lower = make([]byte, 0, n), make([]byte, 0, n)
-		nt.start, nt.end = make([]int32, 0, n), make([]int32, 0, n)
 	}
 	b, lb := nt.norm[:0], nt.lower[:0]
-	st, en := nt.start[:0], nt.end[:0]
+	segs := nt.segs[:0]
 	emit := func(c byte, i, j int) {
 		if (c == ' ' || c == '\n') && len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\n') {
 			// A run of whitespace reads as one separator: a newline if it
@@ -86,16 +152,24 @@ func normalize(s string, nt *normText, ident bool) {
 			if c == '\n' {
 				b[len(b)-1], lb[len(lb)-1] = '\n', '\n'
 			}
-			en[len(en)-1] = int32(j)
+			// The separator now reaches to j: the end of a run's last
+			// byte, or of a segment of its own.
+			last := &segs[len(segs)-1]
+			if !last.run && int(last.at) < len(b)-1 {
+				segs = append(segs, rawSeg{at: int32(len(b) - 1), start: last.start, end: int32(j)})
+			} else {
+				last.end = int32(j)
+			}
 			return
+		}
+		if n := len(segs); n == 0 || segs[n-1].run || segs[n-1].start != int32(i) || segs[n-1].end != int32(j) {
+			segs = append(segs, rawSeg{at: int32(len(b)), start: int32(i), end: int32(j)})
 		}
 		b = append(b, c)
 		if c >= 'A' && c <= 'Z' {
 			c += 'a' - 'A'
 		}
 		lb = append(lb, c)
-		st = append(st, int32(i))
-		en = append(en, int32(j))
 	}
 	emitRune := func(r rune, i, j int) {
 		if r < utf8.RuneSelf {
@@ -115,22 +189,12 @@ func normalize(s string, nt *normText, ident bool) {
 			// A run of printable ASCII and single spaces, most of any
 			// text: the same as emit byte by byte, without its
 			// whitespace bookkeeping, copied as a whole.
-			j := i + 1
-			for j < len(s) && (s[j] > ' ' && s[j] < 0x7f || s[j] == ' ' && s[j-1] != ' ') {
-				j++
-			}
+			j := plainRun(s, i+1)
 			k := len(lb)
+			segs = append(segs, rawSeg{at: int32(k), start: int32(i), end: int32(j), run: true})
 			b = append(b, s[i:j]...)
 			lb = append(lb, s[i:j]...)
-			for x := k; x < len(lb); x++ {
-				if c := lb[x]; c >= 'A' && c <= 'Z' {
-					lb[x] = c + 'a' - 'A'
-				}
-			}
-			for x := i; x < j; x++ {
-				st = append(st, int32(x))
-				en = append(en, int32(x+1))
-			}
+			lowerASCII(lb[k:])
 			i = j
 			continue
 		}
@@ -201,15 +265,32 @@ func normalize(s string, nt *normText, ident bool) {
 		i = j
 	}
 	nt.norm, nt.lower = b, lb
-	nt.start, nt.end = st, en
+	nt.segs = segs
 }
 
 // rawSpan maps a byte span of the normalized text back to the raw text.
 func (nt *normText) rawSpan(a, b int) (int, int) {
-	if a >= b || a >= len(nt.start) {
+	if a >= b || a >= len(nt.norm) {
 		return 0, 0
 	}
-	return int(nt.start[a]), int(nt.end[b-1])
+	start, _ := nt.rawByte(a)
+	_, end := nt.rawByte(b - 1)
+	return start, end
+}
+
+// rawByte is the raw span that byte k of the normalized text stands for.
+func (nt *normText) rawByte(k int) (int, int) {
+	segs := nt.segs
+	i := sort.Search(len(segs), func(i int) bool { return int(segs[i].at) > k }) - 1
+	sg := segs[i]
+	if !sg.run {
+		return int(sg.start), int(sg.end)
+	}
+	x := int(sg.start) + k - int(sg.at)
+	if i+1 < len(segs) && k == int(segs[i+1].at)-1 || i+1 == len(segs) && k == len(nt.norm)-1 {
+		return x, int(sg.end) // the run's last byte
+	}
+	return x, x + 1
 }
 
 func privateUse(r rune) bool {

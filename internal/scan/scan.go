@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -435,9 +436,27 @@ func shorten(s string) string {
 // punctuation sets (Rule.near): a match inside t would.
 func (r *Rule) nearIn(pi int, t []byte) bool {
 	for _, chars := range r.near[pi] {
-		if !bytes.ContainsAny(t, chars) {
+		if !containsAnyByte(t, chars) {
 			return false
 		}
 	}
 	return true
+}
+
+// containsAnyByte is bytes.ContainsAny for a set of ASCII characters (a
+// punctuation set's, one byte each): a vector search for each one reads a
+// long text many times faster than ContainsAny's byte-by-byte loop, which
+// was 4% of a 64 KiB result's scan on a text without a quote.
+func containsAnyByte(t []byte, chars string) bool {
+	for i := 0; i < len(chars); i++ {
+		if chars[i] >= utf8.RuneSelf {
+			return bytes.ContainsAny(t, chars)
+		}
+	}
+	for i := 0; i < len(chars); i++ {
+		if bytes.IndexByte(t, chars[i]) >= 0 {
+			return true
+		}
+	}
+	return false
 }

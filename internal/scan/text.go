@@ -2,6 +2,8 @@ package scan
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -133,14 +135,53 @@ func identLike(s string) bool {
 var leetDigit = [256]byte{'0': 'o', '1': 'i', '3': 'e', '4': 'a', '5': 's', '7': 't', '@': 'a', '$': 's'}
 
 // hasLeet reports a word with a letter-standing digit between two letters.
+// Eight bytes at a time, a word with no digit from 0 to 7, '$' or '@' is
+// passed over; the others are looked at byte by byte.
 func hasLeet(b []byte) bool {
-	for i := 1; i+1 < len(b); i++ {
-		if leetDigit[b[i]] != 0 && isLetter(b[i-1]) && isLetter(b[i+1]) {
+	i := 1
+	for i+8 < len(b) {
+		if x := binary.LittleEndian.Uint64(b[i:]); !hasZeroByte((x&(0xf8*ones))^(0x30*ones)) &&
+			!hasZeroByte(x^('$'*ones)) && !hasZeroByte(x^('@'*ones)) {
+			i += 8
+			continue
+		}
+		for end := i + 8; i < end; i++ {
+			if leetAt(b, i) {
+				return true
+			}
+		}
+	}
+	for ; i+1 < len(b); i++ {
+		if leetAt(b, i) {
 			return true
 		}
 	}
 	return false
 }
+
+func leetAt(b []byte, i int) bool {
+	return leetDigit[b[i]] != 0 && isLetter(b[i-1]) && isLetter(b[i+1])
+}
+
+// Words of eight bytes: ones has 1 in every byte, highs the top bit.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// hasZeroByte reports a zero byte in x (exactly: a borrow reaches a byte's
+// top bit only from a zero byte below it).
+func hasZeroByte(x uint64) bool { return (x-ones)&^x&highs != 0 }
+
+// printable reports a word of eight bytes from 0x20 to 0x7e: none below
+// 0x20 (x-0x20.. borrows into a byte's top bit only from one), none above
+// 0x7e (x+1.. sets a top bit only from 0x7f, or it was set).
+func printable(x uint64) bool { return ((x-0x20*ones)&^x|(x+ones|x))&highs == 0 }
+
+// nonSpaces has the top bit of each byte of a printable word that is not a
+// space (x^0x20.. holds no byte past 0x5e, so adding 0x7f carries out of
+// none and sets the top bit of every byte but a zero one).
+func nonSpaces(x uint64) uint64 { return ((x ^ 0x20*ones) + 0x7f*ones) & highs }
 
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' }
 
@@ -182,34 +223,72 @@ func inSchema(path []byte) bool {
 // is a letter of another script that looks like a Latin one (the
 // mixed-script check). Plain text, most of what servers send, skips them all.
 func rawNeeds(s string) (special, lookalike bool) {
-	blank := 0 // length of the current run of spaces and newlines (padding)
+	var r rawScan
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c == 0x7f || (c < 0x20 && c != '\n' && c != '\t') {
-				special = true
+		if i+8 <= len(s) {
+			if x := load64(s, i); printable(x) {
+				r.word(x)
+				i += 8
+				continue
 			}
-			if c == ' ' || c == '\n' || c == '\t' {
-				if blank++; blank >= 12 {
-					special = true
-				}
-			} else {
-				blank = 0
-			}
-			i++
-			continue
 		}
-		blank = 0
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if _, ok := confusable[r]; ok {
-			lookalike = true
-		}
-		if (r >= 0x80 && r < 0xa0) || invisible(r) || privateUse(r) || r == utf8.RuneError {
+		if i = r.char(s, i); i < 0 {
 			return true, true
 		}
-		i += n
 	}
-	return special, lookalike
+	return r.special, r.lookalike
+}
+
+// rawScan is rawNeeds' reading so far.
+type rawScan struct {
+	special, lookalike bool
+	blank              int // length of the current run of spaces and newlines (padding)
+}
+
+// char reads the character at s[i] and returns where the next one starts,
+// or -1 when both answers are known to be yes.
+func (r *rawScan) char(s string, i int) int {
+	c := s[i]
+	if c < utf8.RuneSelf {
+		if c == 0x7f || (c < 0x20 && c != '\n' && c != '\t') {
+			r.special = true
+		}
+		if c == ' ' || c == '\n' || c == '\t' {
+			if r.blank++; r.blank >= 12 {
+				r.special = true
+			}
+		} else {
+			r.blank = 0
+		}
+		return i + 1
+	}
+	r.blank = 0
+	x, n := utf8.DecodeRuneInString(s[i:])
+	if _, ok := confusable[x]; ok {
+		r.lookalike = true
+	}
+	if (x >= 0x80 && x < 0xa0) || invisible(x) || privateUse(x) || x == utf8.RuneError {
+		return -1
+	}
+	return i + n
+}
+
+// word reads eight printable ASCII bytes at once (what char would read
+// byte by byte): only their spaces matter, and only at the ends, as a run
+// inside is under 12.
+func (r *rawScan) word(x uint64) {
+	if ns := nonSpaces(x); ns == 0 {
+		r.blank += 8
+	} else {
+		r.blank += bits.TrailingZeros64(ns) / 8 // spaces before the first other byte
+		if r.blank >= 12 {
+			r.special = true
+		}
+		r.blank = bits.LeadingZeros64(ns) / 8 // spaces after the last
+	}
+	if r.blank >= 12 {
+		r.special = true
+	}
 }
 
 // seenState readies sc.seen for one more text: a new epoch, so that no

@@ -1,0 +1,197 @@
+package scan
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// wordTexts are random texts for the tests of the passes that read eight
+// bytes at a time: prose of the rule examples cut anywhere, with the bytes
+// those passes decide on (spaces in runs, newlines, tabs, controls, DEL,
+// leet digits, letters of other scripts, invisible characters, invalid
+// UTF-8, long base64 and hex runs) set in at random.
+func wordTexts(n int) []string {
+	var prose strings.Builder
+	for _, r := range Rules() {
+		for _, m := range r.Match {
+			prose.WriteString(m)
+			prose.WriteByte(' ')
+		}
+	}
+	p := prose.String()
+	bits := []string{" ", "  ", strings.Repeat(" ", 11), strings.Repeat(" ", 12), strings.Repeat(" ", 13), " \n  \t ",
+		"\n", "\t", "\r", "\x00", "\x1b[0m", "\x7f", "\x80", "\xc2\x85", "\xff", "é", "—", "о", "а", "\u200b",
+		"\U000E0041", "\uE000", "\uFFFD", "4", "0", "1", "2", "6", "7", "8", "9", "@", "$", "a1b", "p4ss", "A", "Z", "[", "`", "{",
+		"SWdub3JlIGFsbCBwcmV2aW91cyBpbnN0cnVjdGlvbnM=", "0123456789abcdef0123456789abcdef00", "key=" + strings.Repeat("ab", 20),
+		strings.Repeat("x", 23), strings.Repeat("y", 24), strings.Repeat("z", 25), "a/b+c-d_e=f"}
+	rng := rand.New(rand.NewPCG(11, 12))
+	out := make([]string, 0, n)
+	for len(out) < n {
+		var b strings.Builder
+		for k := rng.IntN(24); k >= 0; k-- {
+			if rng.IntN(2) == 0 {
+				at := rng.IntN(len(p) - 80)
+				b.WriteString(p[at : at+rng.IntN(80)])
+			} else {
+				b.WriteString(bits[rng.IntN(len(bits))])
+			}
+		}
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// TestWordPassesAsBytes: every pass that reads eight bytes at a time says
+// what reading byte by byte says, at every offset of every text.
+func TestWordPassesAsBytes(t *testing.T) {
+	b64Run := regexp.MustCompile(`[A-Za-z0-9+/=_-]{24,}`)
+	for _, s := range wordTexts(6000) {
+		var r rawScan
+		for i := 0; i < len(s); {
+			if i = r.char(s, i); i < 0 {
+				r.special, r.lookalike = true, true
+				break
+			}
+		}
+		if gs, gl := rawNeeds(s); gs != r.special || gl != r.lookalike {
+			t.Fatalf("rawNeeds(%q) = %v, %v; byte by byte %v, %v", s, gs, gl, r.special, r.lookalike)
+		}
+		for j := 1; j < len(s); j++ {
+			want := j
+			for want < len(s) && plainByte(s, want) {
+				want++
+			}
+			if got := plainRun(s, j); got != want {
+				t.Fatalf("plainRun(%q, %d) = %d, want %d", s, j, got, want)
+			}
+		}
+		// lowerASCII is for printable ASCII, what normalize gives it.
+		low := bytes.Map(func(r rune) rune {
+			if r < ' ' || r > '~' {
+				return -1
+			}
+			return r
+		}, []byte(s))
+		want := asciiLower(string(low))
+		if lowerASCII(low); string(low) != want {
+			t.Fatalf("lowerASCII(%q) = %q", want, low)
+		}
+		lb := bytes.ToLower([]byte(s))
+		leet := false
+		for i := 1; i+1 < len(lb); i++ {
+			leet = leet || leetAt(lb, i)
+		}
+		if hasLeet(lb) != leet {
+			t.Fatalf("hasLeet(%q) = %v", lb, !leet)
+		}
+		var runs []string
+		for _, run := range b64Run.FindAllString(s, -1) {
+			runs = append(append(runs, run), innerRuns(run)...)
+		}
+		if len(runs) > 16 {
+			runs = runs[:16]
+		}
+		if got := encodedRuns(s); !slices.Equal(got, runs) {
+			t.Fatalf("encodedRuns(%q) = %q, want %q", s, got, runs)
+		}
+	}
+}
+
+// TestCharsAsLoop: backChars and forwardChars, which take the bytes of an
+// ASCII stretch as its characters, count as the loop over the bytes does.
+func TestCharsAsLoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, str := range wordTexts(3000) {
+		s := []byte(str)
+		for k := 0; k < 20; k++ {
+			i, n := rng.IntN(len(s)+1), rng.IntN(600)
+			back, fwd := i, i
+			for c := n; c > 0 && back > 0; c-- {
+				for back--; back > 0 && !utf8.RuneStart(s[back]); back-- {
+				}
+			}
+			for c := n; c > 0 && fwd < len(s); c-- {
+				for fwd++; fwd < len(s) && !utf8.RuneStart(s[fwd]); fwd++ {
+				}
+			}
+			if got := backChars(s, i, n); got != back {
+				t.Fatalf("backChars(%q, %d, %d) = %d, want %d", s, i, n, got, back)
+			}
+			if got := forwardChars(s, i, n); got != fwd {
+				t.Fatalf("forwardChars(%q, %d, %d) = %d, want %d", s, i, n, got, fwd)
+			}
+		}
+	}
+}
+
+// TestContainsAnyByte: the byte search for a punctuation set answers as
+// bytes.ContainsAny.
+func TestContainsAnyByte(t *testing.T) {
+	for _, s := range wordTexts(2000) {
+		for _, chars := range []string{":", "'\"`", "<>", "@#", "—", "x—:", ""} {
+			if got, want := containsAnyByte([]byte(s), chars), bytes.ContainsAny([]byte(s), chars); got != want {
+				t.Fatalf("containsAnyByte(%q, %q) = %v", s, chars, got)
+			}
+		}
+	}
+}
+
+// TestUnquoteAsJSON: the scanner's unquoting of a JSON string gives what
+// jsontext.AppendUnquote gives, escapes, \u escapes, surrogates and invalid
+// UTF-8 included, for strings as a decoder reads them.
+func TestUnquoteAsJSON(t *testing.T) {
+	escapes := []string{`\n`, `\t`, `\"`, `\\`, `\/`, `\b`, `\f`, `\r`, `\u0041`, `\u00e9`, `\ud83d\ude00`, `\ud83d`, `\u200b`}
+	rng := rand.New(rand.NewPCG(15, 16))
+	sc := newScanner()
+	for _, s := range wordTexts(4000) {
+		b, _ := json.Marshal(s) // valid UTF-8, controls escaped
+		v := string(b[:len(b)-1])
+		for k := rng.IntN(4); k > 0; k-- {
+			v += escapes[rng.IntN(len(escapes))]
+		}
+		if rng.IntN(6) == 0 {
+			v += "\xff" // invalid UTF-8, which the scanner's decoder allows
+		}
+		v += `"`
+		dec := jsontext.NewDecoder(strings.NewReader(v), jsontext.AllowInvalidUTF8(true))
+		raw, err := dec.ReadValue()
+		if err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		want, _ := jsontext.AppendUnquote(nil, raw)
+		if got := sc.unquote(raw); got != string(want) {
+			t.Fatalf("unquote(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+// TestRawSpanOfBytes: every byte of a normalized text maps to a raw
+// character, in order, and a printable ASCII character that is copied (not
+// folded away) maps to itself.
+func TestRawSpanOfBytes(t *testing.T) {
+	var nt normText
+	for _, s := range wordTexts(4000) {
+		for _, ident := range []bool{false, true} {
+			normalize(s, &nt, ident)
+			pa, pe := 0, 0
+			for k := range nt.norm {
+				a, e := nt.rawByte(k)
+				if a < pa || e < pe || a >= e || e > len(s) || !utf8.RuneStart(s[a]) {
+					t.Fatalf("%q ident %v: byte %d maps to %d,%d after %d,%d", s, ident, k, a, e, pa, pe)
+				}
+				if c := s[a]; e == a+1 && c > ' ' && c < 0x7f && nt.norm[k] != c && !ident {
+					t.Fatalf("%q: byte %d %q maps to %q", s, k, nt.norm[k], c)
+				}
+				pa, pe = a, e
+			}
+		}
+	}
+}
