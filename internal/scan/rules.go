@@ -608,70 +608,195 @@ func (t *acTrie) addOutput(st, wi int32, outputs []int, ownNext []int32) {
 // state). It returns how many literal hits those visits hold; hitsFor then
 // expands the visits into the hits of the literal sets that matter.
 //
-// A text of a few kilobytes is read as two halves at once: each step of the
-// automaton waits for its table entry, and two independent walks wait
-// together. The second walk starts from the initial state a longest keyword
-// before the middle, so from the middle on it is in the state a walk from
-// the start would be in; what it reaches before the middle is the first
-// walk's to record (its marks are true either way: a state's keywords
+// A text of 4 KiB or more is read as four parts at once: each step of the
+// automaton waits for its table entry, and independent walks wait
+// together. A walk but the first starts from the initial state a longest
+// keyword before its part, so from the part's start on it is in the state a
+// walk from the start of the text would be in (that state's keyword prefix
+// is at most a longest keyword long); what it reaches before its part is
+// the previous walk's to record. Every step writes a visit and keeps it only
+// when the state has outputs: about one byte in four reaches one, at random,
+// and a branch on it was mispredicted that often. The parts' visits are
+// joined in text order, and the marks and the count are taken from them
+// afterwards (the same as taking them step by step: a state's keywords
 // occur in the text read).
-func (m *acMachine) visits(s []byte, marks []bool, seen []uint32, epoch uint32, vs, second []litHit) ([]litHit, []litHit, int) {
-	total := 0
+func (m *acMachine) visits(s []byte, marks []bool, seen []uint32, epoch uint32, vs []litHit, more *walkBufs) ([]litHit, int) {
+	if more == nil {
+		more = new(walkBufs)
+	}
 	nc := uint32(m.ncls)
 	next, class := m.next, &m.class
-	reach := func(st uint32) {
+	// walk reads s[i:end] from state st, recording from from on.
+	walk := func(st uint32, i, from, end int, vs []litHit) (uint32, []litHit) {
+		for ; i < end; i++ {
+			v := next[st*nc+uint32(class[s[i]])]
+			st = uint32(v &^ hasOut)
+			if v&hasOut != 0 && i >= from {
+				vs = append(vs, litHit{gate: int32(st), end: int32(i + 1)})
+			}
+		}
+		return st, vs
+	}
+	start := len(vs)
+	if len(s) >= 4096 {
+		q, w := len(s)/walks, m.maxWord
+		t := &more.block
+		for p := range more.parts {
+			more.parts[p] = more.parts[p][:0]
+		}
+		st0 := uint32(0)
+		st1, _ := walk(0, 1*q-w, 1*q, 1*q, nil)
+		st2, _ := walk(0, 2*q-w, 2*q, 2*q, nil)
+		st3, _ := walk(0, 3*q-w, 3*q, 3*q, nil)
+		st4, _ := walk(0, 4*q-w, 4*q, 4*q, nil)
+		st5, _ := walk(0, 5*q-w, 5*q, 5*q, nil)
+		st6, _ := walk(0, 6*q-w, 6*q, 6*q, nil)
+		st7, _ := walk(0, 7*q-w, 7*q, 7*q, nil)
+		for base := 0; base < q; base += walkBlock {
+			n := min(walkBlock, q-base)
+			n0, n1, n2, n3, n4, n5, n6, n7 := 0, 0, 0, 0, 0, 0, 0, 0
+			for k := 0; k < n; k++ {
+				i := base + k
+				v0 := next[st0*nc+uint32(class[s[0*q+i]])]
+				v1 := next[st1*nc+uint32(class[s[1*q+i]])]
+				v2 := next[st2*nc+uint32(class[s[2*q+i]])]
+				v3 := next[st3*nc+uint32(class[s[3*q+i]])]
+				v4 := next[st4*nc+uint32(class[s[4*q+i]])]
+				v5 := next[st5*nc+uint32(class[s[5*q+i]])]
+				v6 := next[st6*nc+uint32(class[s[6*q+i]])]
+				v7 := next[st7*nc+uint32(class[s[7*q+i]])]
+				st0 = uint32(v0 &^ hasOut)
+				st1 = uint32(v1 &^ hasOut)
+				st2 = uint32(v2 &^ hasOut)
+				st3 = uint32(v3 &^ hasOut)
+				st4 = uint32(v4 &^ hasOut)
+				st5 = uint32(v5 &^ hasOut)
+				st6 = uint32(v6 &^ hasOut)
+				st7 = uint32(v7 &^ hasOut)
+				t[0][n0&(walkBlock-1)] = litHit{gate: int32(st0), end: int32(0*q + i + 1)}
+				t[1][n1&(walkBlock-1)] = litHit{gate: int32(st1), end: int32(1*q + i + 1)}
+				t[2][n2&(walkBlock-1)] = litHit{gate: int32(st2), end: int32(2*q + i + 1)}
+				t[3][n3&(walkBlock-1)] = litHit{gate: int32(st3), end: int32(3*q + i + 1)}
+				t[4][n4&(walkBlock-1)] = litHit{gate: int32(st4), end: int32(4*q + i + 1)}
+				t[5][n5&(walkBlock-1)] = litHit{gate: int32(st5), end: int32(5*q + i + 1)}
+				t[6][n6&(walkBlock-1)] = litHit{gate: int32(st6), end: int32(6*q + i + 1)}
+				t[7][n7&(walkBlock-1)] = litHit{gate: int32(st7), end: int32(7*q + i + 1)}
+				n0 += int(v0 >> 15)
+				n1 += int(v1 >> 15)
+				n2 += int(v2 >> 15)
+				n3 += int(v3 >> 15)
+				n4 += int(v4 >> 15)
+				n5 += int(v5 >> 15)
+				n6 += int(v6 >> 15)
+				n7 += int(v7 >> 15)
+			}
+			vs = append(vs, t[0][:n0]...)
+			more.parts[0] = append(more.parts[0], t[1][:n1]...)
+			more.parts[1] = append(more.parts[1], t[2][:n2]...)
+			more.parts[2] = append(more.parts[2], t[3][:n3]...)
+			more.parts[3] = append(more.parts[3], t[4][:n4]...)
+			more.parts[4] = append(more.parts[4], t[5][:n5]...)
+			more.parts[5] = append(more.parts[5], t[6][:n6]...)
+			more.parts[6] = append(more.parts[6], t[7][:n7]...)
+		}
+		more.parts[6] = func() []litHit { _, b := walk(st7, 8*q, 0, len(s), more.parts[6]); return b }()
+		for _, b := range more.parts {
+			vs = append(vs, b...)
+		}
+	} else {
+		_, vs = walk(0, 0, 0, len(s), vs)
+	}
+	total := 0
+	more.distinct = more.distinct[:0]
+	for _, v := range vs[start:] {
+		st := v.gate
 		total += int(m.gated[st])
 		if seen[st] != epoch {
 			seen[st] = epoch
+			more.distinct = append(more.distinct, st)
 			for _, r := range m.outs[m.outAt[st]:m.outAt[st+1]] {
 				marks[r] = true
 			}
 		}
 	}
-	st, i := uint32(0), 0
-	if len(s) >= 4096 {
-		mid := len(s) / 2
-		j := mid - m.maxWord // the second walk reads s[j:]
-		st2 := uint32(0)
-		for ; i < mid; i, j = i+1, j+1 {
-			v := next[st*nc+uint32(class[s[i]])]
-			v2 := next[st2*nc+uint32(class[s[j]])]
-			st, st2 = uint32(v&^hasOut), uint32(v2&^hasOut)
-			if v&hasOut != 0 {
-				vs = append(vs, litHit{gate: int32(st), end: int32(i + 1)})
-				reach(st)
-			}
-			if v2&hasOut != 0 && j >= mid {
-				second = append(second, litHit{gate: int32(st2), end: int32(j + 1)})
-				reach(st2)
-			}
-		}
-		vs = append(vs, second...)
-		st, i = st2, j
-	}
-	for ; i < len(s); i++ {
-		v := next[st*nc+uint32(class[s[i]])]
-		st = uint32(v &^ hasOut)
-		if v&hasOut != 0 {
-			vs = append(vs, litHit{gate: int32(st), end: int32(i + 1)})
-			reach(st)
-		}
-	}
-	return vs, second[:0], total
+	return vs, total
 }
 
+// walkBlock is how many steps each of visits' four walks takes between
+// copies of their visits out of walkBufs.block.
+const walkBlock = 512
+
+// walkBufs is the scratch of visits and hitsFor: the visits of the parts
+// of a text after the first, a block of each walk's steps, the states the
+// text reached, and per state the literal sets hitsFor keeps.
+type walkBufs struct {
+	parts    [walks - 1][]litHit
+	block    [walks][walkBlock]litHit
+	distinct []int32 // the states visits reached, each once
+	pos      []int32 // per state of distinct: where its needed sets are in kept
+	kept     []int32 // per state of distinct: how many sets, then the sets
+}
+
+const walks = 8
+
 // hitsFor appends to hits, in text order, the literal hits of the sets
-// need names among the visits, and counts them per set.
-func (m *acMachine) hitsFor(vs []litHit, need []bool, hits []litHit, counts []int32) []litHit {
-	for _, v := range vs {
-		for _, g := range m.sets[m.setAt[v.gate]:m.setAt[v.gate+1]] {
+// need names among the visits, and counts them per set. The sets of each
+// state the text reached are sifted once (wb.distinct, from visits): most
+// of the states reached have none that is needed, at random, and a branch
+// on that was mispredicted about as often as not. So every visit writes a
+// hit and keeps it only when its state has a needed set (a state with none
+// has the set 0, not kept); a second set is rare.
+func (m *acMachine) hitsFor(vs []litHit, need []bool, hits []litHit, counts []int32, wb *walkBufs) []litHit {
+	if len(wb.pos) < m.nstate {
+		wb.pos = make([]int32, m.nstate)
+	}
+	pos := wb.pos
+	kept := append(wb.kept[:0], 0, 0) // at 0: no set (then set 0, not kept)
+	for _, st := range wb.distinct {
+		k := int32(len(kept))
+		kept = append(kept, 0)
+		for _, g := range m.sets[m.setAt[st]:m.setAt[st+1]] {
 			if need[g] {
-				hits = append(hits, litHit{gate: g, end: v.end})
-				counts[g]++
+				kept = append(kept, g)
+			}
+		}
+		if n := int32(len(kept)) - k - 1; n > 0 {
+			kept[k], pos[st] = n, k
+		} else {
+			kept, pos[st] = kept[:k], 0
+		}
+	}
+	wb.kept = kept
+	n := len(hits)
+	h := slices.Grow(hits, len(vs)+1)
+	h = h[:cap(h)]
+	for vi, v := range vs {
+		k := pos[v.gate]
+		c, g := kept[k], kept[k+1]
+		one := min(c, 1)
+		h[n] = litHit{gate: g, end: v.end}
+		n += int(one)
+		if c > 1 {
+			for _, g := range kept[k+2 : k+1+c] {
+				if n == len(h) {
+					h = slices.Grow(h[:n], len(vs)-vi+1)
+					h = h[:cap(h)]
+				}
+				h[n] = litHit{gate: g, end: v.end}
+				n++
+			}
+			if len(h)-n < len(vs)-vi {
+				h = slices.Grow(h[:n], len(vs)-vi)
+				h = h[:cap(h)]
 			}
 		}
 	}
-	return hits
+	// Counted afterwards: counting set 0 by 0 at every visit without one
+	// made each visit wait for the last one's store.
+	for _, x := range h[len(hits):n] {
+		counts[x.gate]++
+	}
+	return h[:n]
 }
 
 // The automaton's outputs are marks in one slice: "a keyword of phrase

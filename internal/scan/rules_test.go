@@ -408,10 +408,10 @@ func gjsonText(t testing.TB, res json.RawMessage) string {
 	return v.Content[0].Text
 }
 
-// TestVisitsAsCandidates: the long-text walk (two halves at once, marks set
-// once per state, hits expanded afterwards) reports the same marks and, for
-// every literal set, the same hits in the same order as candidates, on
-// texts around the length where it starts to split them.
+// TestVisitsAsCandidates: the long-text walk (parts at once, marks set once
+// per state, hits expanded afterwards for the sets needed) reports the same
+// marks and, for every needed literal set, the same hits in the same order
+// as candidates, on texts around the length where it starts to split them.
 func TestVisitsAsCandidates(t *testing.T) {
 	set := loadedRules()
 	m := set.pre
@@ -424,21 +424,39 @@ func TestVisitsAsCandidates(t *testing.T) {
 	for i := range all {
 		all[i] = true
 	}
-	for k := 0; k < 40; k++ {
+	for k := 0; k < 60; k++ {
 		n := 4000 + rng.IntN(200)
-		if k%4 == 0 {
+		switch k % 4 {
+		case 0:
 			n = rng.IntN(len(nt.lower))
+		case 2:
+			n = 16<<10 + rng.IntN(64) // eight parts of 2 KiB
 		}
 		at := rng.IntN(len(nt.lower) - n + 1)
 		s := nt.lower[at : at+n]
 		want, got := make([]bool, set.nmarks), make([]bool, set.nmarks)
 		wc, gc := make([]int32, set.npat), make([]int32, set.npat)
-		var wantHits []litHit
-		m.candidates(s, want, &wantHits, wc)
-		vs, _, total := m.visits(s, got, reached, uint32(k+1), nil, nil)
-		gotHits := m.hitsFor(vs, all, nil, gc)
-		if total != len(wantHits) {
-			t.Fatalf("%d bytes: visits count %d hits, candidates %d", n, total, len(wantHits))
+		var allHits, wantHits []litHit
+		m.candidates(s, want, &allHits, make([]int32, set.npat))
+		// Half the sets needed, or all of them.
+		need := all
+		if k%2 == 1 {
+			need = make([]bool, set.npat)
+			for g := range need {
+				need[g] = rng.IntN(2) == 0
+			}
+		}
+		for _, h := range allHits {
+			if need[h.gate] {
+				wantHits = append(wantHits, h)
+				wc[h.gate]++
+			}
+		}
+		var wb walkBufs
+		vs, total := m.visits(s, got, reached, uint32(k+1), nil, &wb)
+		gotHits := m.hitsFor(vs, need, nil, gc, &wb)
+		if total != len(allHits) {
+			t.Fatalf("%d bytes: visits count %d hits, candidates %d", n, total, len(allHits))
 		}
 		if fmt.Sprint(want) != fmt.Sprint(got) || fmt.Sprint(wantHits) != fmt.Sprint(gotHits) || fmt.Sprint(wc) != fmt.Sprint(gc) {
 			t.Fatalf("%d bytes at %d: visits and candidates differ", n, at)

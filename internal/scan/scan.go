@@ -204,7 +204,7 @@ type scanner struct {
 	dec      *jsontext.Decoder // reused across items
 	str      []byte            // a JSON string being read, unquoted
 	visited  []litHit          // states with outputs a long text reached, and where (acMachine.visits)
-	second   []litHit          // visits' scratch
+	more     *walkBufs         // the scratch of visits and hitsFor, made for the first long text
 	reached  []uint32          // per state: the epoch of the last text that reached it
 	epoch    uint32
 	need     []bool // per literal set: a pattern that can run needs its hits
@@ -234,7 +234,7 @@ func putScanner(sc *scanner) {
 	*sc = scanner{set: sc.set, order: sc.order, seen: sc.seen, marks: sc.marks, pb: sc.pb[:0],
 		hits: sc.hits[:0], counts: sc.counts, byGate: sc.byGate, fill: sc.fill[:0], leet: sc.leet[:0],
 		nt: nt, dec: sc.dec, rd: sc.rd, str: sc.str[:0],
-		visited: sc.visited[:0], second: sc.second[:0], reached: sc.reached, epoch: sc.epoch, need: sc.need}
+		visited: sc.visited[:0], more: sc.more, reached: sc.reached, epoch: sc.epoch, need: sc.need}
 	clear(sc.order)
 	clear(sc.seen)
 	scanners.Put(sc)

@@ -59,9 +59,12 @@ func (sc *scanner) text(s string) {
 		// not run: the hits are only expanded for the sets of those that
 		// can.
 		total := 0
-		sc.visited, sc.second, total = set.pre.visits(nt.lower, marks, sc.seenState(set), sc.epoch, sc.visited[:0], sc.second)
+		if sc.more == nil {
+			sc.more = new(walkBufs)
+		}
+		sc.visited, total = set.pre.visits(nt.lower, marks, sc.seenState(set), sc.epoch, sc.visited[:0], sc.more)
 		if windows = total < maxLitHits; windows {
-			sc.hits = set.pre.hitsFor(sc.visited, sc.neededSets(set), sc.hits, sc.counts)
+			sc.hits = set.pre.hitsFor(sc.visited, sc.neededSets(set), sc.hits, sc.counts, sc.more)
 		}
 	} else {
 		set.pre.candidates(nt.lower, marks, hits, sc.counts)
