@@ -608,7 +608,7 @@ func (t *acTrie) addOutput(st, wi int32, outputs []int, ownNext []int32) {
 // state). It returns how many literal hits those visits hold; hitsFor then
 // expands the visits into the hits of the literal sets that matter.
 //
-// A text of 4 KiB or more is read as four parts at once: each step of the
+// A text of 4 KiB or more is read as eight parts at once (walks): each step of the
 // automaton waits for its table entry, and independent walks wait
 // together. A walk but the first starts from the initial state a longest
 // keyword before its part, so from the part's start on it is in the state a
@@ -621,9 +621,6 @@ func (t *acTrie) addOutput(st, wi int32, outputs []int, ownNext []int32) {
 // afterwards (the same as taking them step by step: a state's keywords
 // occur in the text read).
 func (m *acMachine) visits(s []byte, marks []bool, seen []uint32, epoch uint32, vs []litHit, more *walkBufs) ([]litHit, int) {
-	if more == nil {
-		more = new(walkBufs)
-	}
 	nc := uint32(m.ncls)
 	next, class := m.next, &m.class
 	// walk reads s[i:end] from state st, recording from from on.
@@ -681,14 +678,14 @@ func (m *acMachine) visits(s []byte, marks []bool, seen []uint32, epoch uint32, 
 				t[5][n5&(walkBlock-1)] = litHit{gate: int32(st5), end: int32(5*q + i + 1)}
 				t[6][n6&(walkBlock-1)] = litHit{gate: int32(st6), end: int32(6*q + i + 1)}
 				t[7][n7&(walkBlock-1)] = litHit{gate: int32(st7), end: int32(7*q + i + 1)}
-				n0 += int(v0 >> 15)
-				n1 += int(v1 >> 15)
-				n2 += int(v2 >> 15)
-				n3 += int(v3 >> 15)
-				n4 += int(v4 >> 15)
-				n5 += int(v5 >> 15)
-				n6 += int(v6 >> 15)
-				n7 += int(v7 >> 15)
+				n0 += int(v0 / hasOut)
+				n1 += int(v1 / hasOut)
+				n2 += int(v2 / hasOut)
+				n3 += int(v3 / hasOut)
+				n4 += int(v4 / hasOut)
+				n5 += int(v5 / hasOut)
+				n6 += int(v6 / hasOut)
+				n7 += int(v7 / hasOut)
 			}
 			vs = append(vs, t[0][:n0]...)
 			more.parts[0] = append(more.parts[0], t[1][:n1]...)
@@ -699,7 +696,7 @@ func (m *acMachine) visits(s []byte, marks []bool, seen []uint32, epoch uint32, 
 			more.parts[5] = append(more.parts[5], t[6][:n6]...)
 			more.parts[6] = append(more.parts[6], t[7][:n7]...)
 		}
-		more.parts[6] = func() []litHit { _, b := walk(st7, 8*q, 0, len(s), more.parts[6]); return b }()
+		_, more.parts[6] = walk(st7, 8*q, 0, len(s), more.parts[6])
 		for _, b := range more.parts {
 			vs = append(vs, b...)
 		}
@@ -722,7 +719,7 @@ func (m *acMachine) visits(s []byte, marks []bool, seen []uint32, epoch uint32, 
 	return vs, total
 }
 
-// walkBlock is how many steps each of visits' four walks takes between
+// walkBlock is how many steps each of visits' walks takes between
 // copies of their visits out of walkBufs.block.
 const walkBlock = 512
 
