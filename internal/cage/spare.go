@@ -365,6 +365,12 @@ func ClaimSpare(ctx context.Context, cli *client.Client, s SpareSpec, spec Egres
 		drop()
 		return nil, err
 	}
+	// giveUp breaks a spare not yet renamed: the session makes its own.
+	giveUp := func() (*Gateway, error) {
+		drop()
+		unlock()
+		return nil, nil
+	}
 	// Both stdins are attached before either is renamed: from the first
 	// attachment on, the end of this process (SIGKILL too) closes them and
 	// both exit, so a claimer that dies mid-claim leaves no renamed spare
@@ -381,15 +387,11 @@ func ClaimSpare(ctx context.Context, cli *client.Client, s SpareSpec, spec Egres
 	s.step("attached holder")
 	out, err := g.attach(ctx, spec.Log, true)
 	if err != nil {
-		drop()
-		unlock()
-		return nil, nil
+		return giveUp()
 	}
 	s.step("attached gateway")
 	if err := cli.ContainerRename(ctx, take.gw.ID, base+"-egress"); err != nil {
-		drop()
-		unlock()
-		return nil, nil
+		return giveUp()
 	}
 	// From here on it is this session's: no other claim can find it.
 	s.step("renamed gateway")

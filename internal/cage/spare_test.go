@@ -158,17 +158,12 @@ func TestEgressSpareClaimerKilled(t *testing.T) {
 			// Killed with only the holder attached: the holder goes with
 			// it; the gateway, still under the spare's name, is half a
 			// spare, which the next start's look at the spares removes.
-			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !gone(cli, holdID); {
-				time.Sleep(250 * time.Millisecond)
-			}
+			goneWithin(cli, 30*time.Second, holdID)
 			if err := PrepareSpare(ctx, cli, s); err != nil {
 				t.Fatal(err)
 			}
 		}
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !(gone(cli, gwID) && gone(cli, holdID)); {
-			time.Sleep(250 * time.Millisecond)
-		}
-		if !gone(cli, gwID) || !gone(cli, holdID) {
+		if !goneWithin(cli, 30*time.Second, gwID, holdID) {
 			t.Fatalf("killed at %q, the claimer left the spare's gateway (gone: %v) and holder (gone: %v) 30 s later", step, gone(cli, gwID), gone(cli, holdID))
 		}
 		if ni, err := cli.NetworkInspect(ctx, netID, network.InspectOptions{}); err == nil && len(ni.Containers) > 0 || err != nil && !cerrdefs.IsNotFound(err) {
@@ -247,12 +242,7 @@ func TestEgressSpareStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	gwID, holdID, netID := spareIDs(t, cli, s.Home)
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		if gone(cli, gwID) && gone(cli, holdID) {
-			break
-		}
-	}
-	if !gone(cli, gwID) || !gone(cli, holdID) {
+	if !goneWithin(cli, time.Minute, gwID, holdID) {
 		t.Fatalf("an expired spare is still there")
 	}
 	// Its network (removed once it is a minute old, or its maker gone)
@@ -289,6 +279,20 @@ func TestEgressSpareStale(t *testing.T) {
 	}
 	if g, _, _ := SpareOf(ctx, cli, s.Home); g == "" || g == old {
 		t.Errorf("no new spare")
+	}
+}
+
+// goneWithin waits up to d for every container of ids to be gone, and
+// says whether they are.
+func goneWithin(cli *client.Client, d time.Duration, ids ...string) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(250 * time.Millisecond) {
+		all := true
+		for _, id := range ids {
+			all = all && gone(cli, id)
+		}
+		if all || !time.Now().Before(deadline) {
+			return all
+		}
 	}
 }
 
