@@ -1,189 +1,166 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/mcpcage/mcpcage/internal/egress"
 )
 
 // newEgressGatewayCmd is the gateway mode of mcpcage's own binary: what runs
 // inside the egress container of a session started with --allow-host
-// (internal/cage starts it). Hidden: a person never runs it.
-//
-// With --wait-claim it is a spare's gateway: it listens on nothing until a
-// session claims it by writing its policy (an egress.Claim line) on stdin,
-// exits when none comes within the duration, and once claimed ends at EOF
-// on stdin (the claiming mcpcage is gone: the engine closes the stdin of a
-// StdinOnce container when its attachment ends).
+// (internal/cage starts it). It serves the session of the cage's shim over
+// the named pipes in --pipes, anew each time the shim opens them, until
+// SIGTERM. Hidden: a person never runs it.
 func newEgressGatewayCmd(io *IOStreams) *cobra.Command {
 	var allow []string
 	var allowPrivate bool
-	var subnet string
-	var waitClaim time.Duration
+	var pipes string
 	cmd := &cobra.Command{
 		Use:    egress.GatewayCommand,
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pfx, err := netip.ParsePrefix(subnet)
-			if err != nil {
-				return fmt.Errorf("--subnet %q: %v", subnet, err)
+			if pipes == "" {
+				return errors.New("--pipes is required")
 			}
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
-			end := make(chan struct{}, 1)
-			if waitClaim > 0 {
-				if len(allow) > 0 || allowPrivate {
-					return errors.New("--wait-claim takes the policy from stdin, not flags")
-				}
-				line, err := claimLine(os.Stdin, waitClaim, sig)
-				if err != nil {
-					return err
-				}
-				if allow, allowPrivate, err = claimPolicy(line); err != nil {
-					return err
-				}
-				go func() {
-					_, _ = ioCopyDiscard(os.Stdin)
-					end <- struct{}{}
-				}()
-			}
 			p, err := egress.ParsePolicy(allow, allowPrivate)
 			if err != nil {
 				return err
 			}
-			addr, err := addrIn(pfx)
-			if err != nil {
-				return err
-			}
-			g := &egress.Gateway{Policy: p, Addr: addr, Events: egress.JSONEvents(io.Out)}
-			if err := g.Listen(); err != nil {
-				return err
-			}
-			ready, _ := json.Marshal(egress.Ready{Ready: addr.String()})
+			g := &egress.Gateway{Policy: p, Events: egress.JSONEvents(io.Out)}
+			ready, _ := json.Marshal(egress.Ready{Ready: pipes})
 			fmt.Fprintf(io.Out, "%s\n", ready)
-			select {
-			case <-sig:
-			case <-end:
-			}
+			go func() {
+				for {
+					conn, err := egress.OpenGatewayPipes(pipes)
+					if err != nil {
+						fmt.Fprintf(io.ErrOut, "cannot open the pipes: %v\n", err)
+						time.Sleep(time.Second)
+						continue
+					}
+					_ = g.Serve(conn)
+				}
+			}()
+			<-sig
 			// Every open connection is reported before the gateway exits.
 			return g.Close()
 		},
 	}
 	cmd.Flags().StringArrayVar(&allow, "allow", nil, "allowed HOST[:PORT]")
 	cmd.Flags().BoolVar(&allowPrivate, "allow-private", false, "let allowed names resolve to private addresses")
-	cmd.Flags().StringVar(&subnet, "subnet", "", "the cage network's subnet: the gateway serves on its address there")
-	cmd.Flags().DurationVar(&waitClaim, "wait-claim", 0, "a spare: wait this long for the policy on stdin, then exit")
+	cmd.Flags().StringVar(&pipes, "pipes", "", "the folder of the session's pipes to the cage's shim")
 	return cmd
 }
 
-// newEgressHoldCmd holds a spare cage's network namespace: it waits for one
-// line on stdin (the claim) for at most --wait-claim, then for EOF (the
-// claiming mcpcage is gone), and exits. Hidden.
-func newEgressHoldCmd() *cobra.Command {
-	var waitClaim time.Duration
+// newEgressShimCmd runs in the cage, as its entrypoint, before the server:
+// it starts the shim (this binary again, with --serve) on the cage's
+// loopback address, waits until it listens, then replaces itself with the
+// server's command (so the server keeps this process, its stdio and its
+// signals). Hidden.
+func newEgressShimCmd(ios *IOStreams) *cobra.Command {
+	var ports []int
+	var pipes string
+	var serve bool
 	cmd := &cobra.Command{
-		Use:    egress.HoldCommand,
+		Use:    egress.ShimCommand + " --pipes DIR [--port N]... -- COMMAND [ARG]...",
 		Hidden: true,
-		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sig := make(chan os.Signal, 1)
-			signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
-			if _, err := claimLine(os.Stdin, waitClaim, sig); err != nil {
-				return err
+			if pipes == "" {
+				return errors.New("--pipes is required")
 			}
-			end := make(chan struct{})
-			go func() {
-				_, _ = ioCopyDiscard(os.Stdin)
-				close(end)
-			}()
-			select {
-			case <-sig:
-			case <-end:
+			if serve {
+				return serveShim(pipes, ports)
 			}
+			if len(args) == 0 {
+				return errors.New("no command to run after the shim")
+			}
+			if err := startShim(pipes, ports); err != nil {
+				fmt.Fprintf(ios.ErrOut, "mcpcage: the cage's network shim did not start (%v); the server is not run\n", err)
+				os.Exit(125)
+			}
+			path, err := exec.LookPath(args[0])
+			if err != nil {
+				fmt.Fprintf(ios.ErrOut, "mcpcage: cannot run %s: %v\n", strconv.Quote(args[0]), err)
+				os.Exit(127)
+			}
+			err = syscall.Exec(path, args, os.Environ())
+			fmt.Fprintf(ios.ErrOut, "mcpcage: cannot run %s: %v\n", strconv.Quote(args[0]), err)
+			os.Exit(126)
 			return nil
 		},
 	}
-	cmd.Flags().DurationVar(&waitClaim, "wait-claim", 10*time.Minute, "wait this long for a claim on stdin, then exit")
+	cmd.Flags().SetInterspersed(false)
+	cmd.Flags().IntSliceVar(&ports, "port", nil, "an allowed port to listen on")
+	cmd.Flags().StringVar(&pipes, "pipes", "", "the folder of the session's pipes to the gateway")
+	cmd.Flags().BoolVar(&serve, "serve", false, "be the shim (started by the shim command itself)")
 	return cmd
 }
 
-// claimLine reads the first line of r, giving up after wait or at a signal.
-func claimLine(r io.Reader, wait time.Duration, sig <-chan os.Signal) ([]byte, error) {
-	type line struct {
-		b   []byte
-		err error
+// startShim starts the shim as a child process and waits for the line that
+// says it listens.
+func startShim(pipes string, ports []int) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
 	}
-	got := make(chan line, 1)
-	br := bufio.NewReader(io.LimitReader(r, 64<<10))
-	go func() {
-		b, err := br.ReadBytes('\n')
-		got <- line{b, err}
-	}()
-	select {
-	case l := <-got:
-		if l.err != nil {
-			return nil, fmt.Errorf("no claim: %v", l.err)
-		}
-		return l.b, nil
-	case <-time.After(wait):
-		return nil, fmt.Errorf("not claimed within %s", wait)
-	case <-sig:
-		return nil, errors.New("stopped before a claim")
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
 	}
+	defer r.Close()
+	args := []string{egress.ShimCommand, "--serve", "--pipes", pipes}
+	for _, p := range ports {
+		args = append(args, "--port", strconv.Itoa(p))
+	}
+	c := exec.Command(self, args...)
+	c.Stderr = os.Stderr // the server's stderr: mcpcage shows it, escaped
+	c.ExtraFiles = []*os.File{w}
+	if err := c.Start(); err != nil {
+		w.Close()
+		return err
+	}
+	w.Close()
+	_ = r.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b := make([]byte, 3)
+	if _, err := io.ReadFull(r, b); err != nil || string(b) != "ok\n" {
+		_ = c.Process.Kill()
+		return fmt.Errorf("it did not say it listens: %v", err)
+	}
+	// Its exit is not waited for: it lives as long as the cage.
+	return nil
 }
 
-// claimPolicy reads a Claim's arguments with the gateway's own policy flags
-// and nothing else.
-func claimPolicy(line []byte) ([]string, bool, error) {
-	var c egress.Claim
-	if err := json.Unmarshal(line, &c); err != nil {
-		return nil, false, fmt.Errorf("the claim is not JSON: %v", err)
+// serveShim is the shim: it listens, says so on fd 3, and serves until the
+// cage ends.
+func serveShim(pipes string, ports []int) error {
+	s := &egress.Shim{
+		Addr:  netip.AddrFrom4([4]byte{127, 0, 0, 1}),
+		Ports: ports,
+		Dial:  func() (io.ReadWriteCloser, error) { return egress.OpenShimPipes(pipes) },
 	}
-	fs := pflag.NewFlagSet("claim", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	allow := fs.StringArray("allow", nil, "")
-	private := fs.Bool("allow-private", false, "")
-	if err := fs.Parse(c.Args); err != nil {
-		return nil, false, fmt.Errorf("the claim's policy: %v", err)
+	if err := s.Listen(); err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return nil, false, fmt.Errorf("the claim's policy has stray arguments %q", fs.Args())
+	ready := os.NewFile(3, "ready")
+	if _, err := ready.Write([]byte("ok\n")); err != nil {
+		return err
 	}
-	return *allow, *private, nil
-}
-
-func ioCopyDiscard(r io.Reader) (int64, error) { return io.Copy(io.Discard, r) }
-
-// addrIn finds this container's address in the cage network's subnet (the
-// engine connects the network before the start, but allow it a moment).
-func addrIn(pfx netip.Prefix) (netip.Addr, error) {
-	for try := 0; try < 50; try++ {
-		as, err := net.InterfaceAddrs()
-		if err != nil {
-			return netip.Addr{}, err
-		}
-		for _, a := range as {
-			if n, ok := a.(*net.IPNet); ok {
-				if ip, ok := netip.AddrFromSlice(n.IP); ok && pfx.Contains(ip.Unmap()) {
-					return ip.Unmap(), nil
-				}
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
+	ready.Close()
+	for {
+		time.Sleep(time.Hour)
 	}
-	return netip.Addr{}, fmt.Errorf("no address in %s", pfx)
 }

@@ -47,9 +47,7 @@ func egressSetup(t *testing.T, cli *client.Client) (*cagetest.Internet, []string
 	if err := os.WriteFile(ca, bundle, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// No spares unless a test is about them: a session's spare outlives
-	// it, and these tests count what a session leaves.
-	return in, []string{cage.EnvGatewayBinary + "=" + gatewayPath, "NODE_EXTRA_CA_CERTS=" + ca, "SSL_CERT_FILE=" + ca, EnvEgressNetwork + "=" + in.Network, EnvEgressSpare + "=off"}
+	return in, []string{cage.EnvGatewayBinary + "=" + gatewayPath, "NODE_EXTRA_CA_CERTS=" + ca, "SSL_CERT_FILE=" + ca, EnvEgressNetwork + "=" + in.Network}
 }
 
 const openAPISpec = `{"openapi":"3.0.0","info":{"title":"Status","version":"1.0.0"},
@@ -138,21 +136,27 @@ func ownedBy(t *testing.T, cli *client.Client, pid int) (int, int) {
 	return len(cs), len(ns)
 }
 
-// TestRunAllowHostReaped: a SIGKILLed mcpcage leaves its cage, gateway and
-// network; the next start removes all three.
+// TestRunAllowHostReaped: a SIGKILLed mcpcage leaves its cage, its gateway
+// and the session's pipes; the next start removes all three. No session
+// makes a network.
 func TestRunAllowHostReaped(t *testing.T) {
 	cli := probeEngine(t)
 	_, env := egressSetup(t, cli)
 	dir := stateDir(t)
+	// The session's folder of pipes and its lock.
+	pipes := filepath.Join(dir, "mcpcage", "egress", "pipes-*")
 	victim := startInitialized(t, testEnv(dir, env...), "run", "--allow-host", "api.allowed.test", "--allow-private-addresses", "--image", cagetest.ProbeImage)
 	pid := victim.Process.Pid
-	if c, n := ownedBy(t, cli, pid); c != 2 || n != 1 {
-		t.Fatalf("running: %d containers and %d networks, want 2 and 1", c, n)
+	if c, n := ownedBy(t, cli, pid); c != 2 || n != 0 {
+		t.Fatalf("running: %d containers and %d networks, want 2 and 0", c, n)
+	}
+	if m, _ := filepath.Glob(pipes); len(m) != 2 {
+		t.Fatalf("running: %v, want one folder of pipes and its lock", m)
 	}
 	victim.Process.Kill()
 	victim.Wait()
-	if c, n := ownedBy(t, cli, pid); c != 2 || n != 1 {
-		t.Fatalf("after SIGKILL: %d containers and %d networks, want the 2 and 1 orphans", c, n)
+	if c, _ := ownedBy(t, cli, pid); c != 2 {
+		t.Fatalf("after SIGKILL: %d containers, want the 2 orphans", c)
 	}
 	next := exec.Command("mcpcage", "run", "--image", cagetest.ProbeImage)
 	next.Env = testEnv(dir)
@@ -164,6 +168,9 @@ func TestRunAllowHostReaped(t *testing.T) {
 	}
 	if c, n := ownedBy(t, cli, pid); c != 0 || n != 0 {
 		t.Errorf("after the next start: %d containers and %d networks of the killed mcpcage, want none\n%s", c, n, nextErr.String())
+	}
+	if m, _ := filepath.Glob(pipes); len(m) != 0 {
+		t.Errorf("after the next start: %v of the killed mcpcage, want nothing", m)
 	}
 }
 

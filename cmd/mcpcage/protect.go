@@ -729,9 +729,6 @@ func fixRun(opts *ProtectOptions, reports []*fileReport, ledger *clients.Ledger)
 	written, entries, failed := apply(opts, plans, ledger, true)
 	if written > 0 {
 		untrusted.Fprintf(w, "Caged %s in %s.%s Restart the clients to start them caged; `mcpcage unwrap` restores them.\n", countOf(entries, "server"), countOf(written, "file"), installed)
-		if !opts.NoInstall {
-			prepareSpares(opts, networkedIn(plans))
-		}
 	}
 	if len(failed) > 0 {
 		for _, f := range failed[:len(failed)-1] {

@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mcpcage/mcpcage/internal/cage"
 	"github.com/mcpcage/mcpcage/internal/clients"
-	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/install"
 	"github.com/mcpcage/mcpcage/internal/launch"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
@@ -133,45 +129,4 @@ func networkedIn(plans []*planFile) int {
 		}
 	}
 	return n
-}
-
-// prepareSpares makes the egress gateways of the n servers just caged with
-// --allow-host ahead of their client's restart (cage.PrepareSpares), as it
-// installed their packages ahead: their first start then joins a network
-// made in advance instead of making its own. Nothing here fails the fix: a
-// server without a spare makes its own gateway at its start.
-func prepareSpares(opts *ProtectOptions, n int) {
-	if n == 0 || os.Getenv(EnvEgressSpare) == "off" || cage.GatewayUsable() != nil {
-		return
-	}
-	errOut := opts.IO.ErrOut
-	warn := func(err error) {
-		untrusted.Fprintf(errOut, "mcpcage: warning: the egress gateways could not be made ahead (%s): each server makes its own when it starts\n", strings.TrimSpace(err.Error()))
-	}
-	dir, err := home.Dir()
-	if err != nil {
-		warn(err)
-		return
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	cli, err := cage.Connect(ctx)
-	if err != nil {
-		warn(err)
-		return
-	}
-	defer cli.Close()
-	want := min(n, cage.SpareSlots)
-	fmt.Fprintf(errOut, "mcpcage: making %s ahead, for the client's restart...\n", countOf(want, "egress gateway"))
-	start := time.Now()
-	made, err := cage.PrepareSpares(ctx, cli, cage.SpareSpec{Home: dir, Upstream: os.Getenv(EnvEgressNetwork)}, n)
-	if err != nil {
-		warn(err)
-	}
-	if made > 0 {
-		fmt.Fprintf(opts.IO.Out, "Made %s ahead in %s: servers with --allow-host started in the next %d minutes find their network ready.\n",
-			countOf(made, "egress gateway"), roundDuration(time.Since(start)), int((cage.SpareAge - cage.SpareAge/10).Minutes()))
-	}
 }

@@ -515,7 +515,6 @@ func upCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Started, e
 	if p.egress != nil {
 		p.egressRec = &egressRecorder{name: p.name, errOut: opts.IO.ErrOut}
 		plan.EgressEvents = p.egressRec.event
-		plan.Spare = egressSpare(opts, p)
 	}
 	st, err := cage.Up(ctx, plan)
 	if err != nil {

@@ -13,21 +13,6 @@ import (
 // EnvEgressNetwork is the default of --egress-network.
 const EnvEgressNetwork = "MCPCAGE_EGRESS_NETWORK"
 
-// EnvEgressSpare set to "off" stops sessions with --allow-host from making
-// the next session's egress gateway ahead (and from claiming one).
-const EnvEgressSpare = "MCPCAGE_EGRESS_SPARE"
-
-// egressSpare is the state directory whose egress spare a session claims
-// and makes (cage.Plan.Spare): a session of `mcpcage run`, unless
-// MCPCAGE_EGRESS_SPARE=off; never an inspection (its HOME is scratch and it
-// leaves nothing).
-func egressSpare(opts *RunOptions, p *runPlan) string {
-	if opts.ScratchHome || os.Getenv(EnvEgressSpare) == "off" {
-		return ""
-	}
-	return p.stateDir
-}
-
 // planEgress reads --allow-host and its companions into p.
 func planEgress(opts *RunOptions, p *runPlan) error {
 	if len(opts.AllowHosts) == 0 {

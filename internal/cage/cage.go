@@ -5,9 +5,10 @@
 // (AllowNet only):
 //
 //   - no network: NetworkMode "none" (a loopback interface only); AllowNet
-//     gives Docker's default bridge, fully open; Network joins the cage
-//     network of an egress gateway (StartGateway), whose only peer is the
-//     gateway;
+//     gives Docker's default bridge, fully open; Egress keeps none, and puts
+//     a shim in front of the server that carries connections to allowed
+//     hosts to the session's egress gateway over two named pipes (see
+//     egress.go);
 //   - a read-only root filesystem; /tmp is a tmpfs of TmpSize bytes (mode 1777,
 //     nosuid, nodev, exec: a server can already run any code through its own
 //     interpreter, and servers that unpack helpers or virtual environments
@@ -115,10 +116,9 @@ type Spec struct {
 	// with the container (protect --inspect).
 	ScratchHome bool
 	AllowNet    bool
-	// Network is the network the cage joins instead of none (an egress
-	// gateway's cage network), with DNS its resolvers.
-	Network string
-	DNS     []string
+	// Egress puts the cage behind its session's egress gateway (Gateway.
+	// Cage): still no network, a shim in front of the server.
+	Egress *CageEgress
 	Memory  int64   // bytes; 0 = DefaultMemory
 	Pids    int64   // 0 = DefaultPids
 	CPUs    float64 // 0 = DefaultCPUs
@@ -364,6 +364,11 @@ func start(ctx context.Context, cli *client.Client, spec Spec, tweak func(*conta
 			return nil, err
 		}
 	}
+	if spec.Egress != nil {
+		if err := behindShim(ctx, cli, &spec); err != nil {
+			return nil, err
+		}
+	}
 	cfg, hc, err := configs(spec)
 	if err != nil {
 		return nil, err
@@ -568,13 +573,16 @@ func configs(spec Spec) (*container.Config, *container.HostConfig, error) {
 	if spec.AllowNet {
 		hc.NetworkMode = "bridge"
 	}
-	if spec.Network != "" {
-		hc.NetworkMode = container.NetworkMode(spec.Network)
-		// A namespace joined (a spare's holder) has its resolver already,
-		// and the engine refuses DNS settings with it.
-		if !hc.NetworkMode.IsContainer() {
-			hc.DNS = spec.DNS
-		}
+	if e := spec.Egress; e != nil {
+		// The shim serves DNS and the allowed ports on the loopback
+		// address: a namespace of the cage's own, so low ports harm no one.
+		hc.DNS = []string{ShimAddr}
+		hc.Sysctls = map[string]string{"net.ipv4.ip_unprivileged_port_start": "0"}
+		hc.Mounts = append(hc.Mounts,
+			mount.Mount{Type: mount.TypeBind, Source: e.Binary, Target: ShimBinary, ReadOnly: true,
+				BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}},
+			mount.Mount{Type: mount.TypeBind, Source: e.Pipes, Target: ShimPipes, ReadOnly: true,
+				BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
 	}
 	return cfg, hc, nil
 }

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -37,24 +36,33 @@ import (
 
 // The egress gateway of a session started with --allow-host.
 //
-// The cage joins a network of its own, created --internal and with no
-// address on the host's side of its bridge (so the host is not reachable
-// through it either); the only other member is the gateway container, which
-// also sits on the upstream network (Docker's default bridge unless
-// EgressSpec.Upstream names another). The gateway runs mcpcage's own static
-// binary (the egress-gateway subcommand) from an image made locally by
-// `docker import` of that one file: no registry. It is hardened like a cage:
-// read-only root, no capabilities (an unprivileged port sysctl lets it serve
-// DNS and 443), no-new-privileges, nobody's uid, small memory and pid
-// limits. Network and container carry the owner labels, so Reap removes them
-// when their mcpcage process is gone.
+// The cage keeps NetworkMode none: a loopback interface, no route anywhere.
+// Its entrypoint is a shim (mcpcage's own static binary, mounted read-only)
+// that listens on 127.0.0.1 for DNS (the cage's only resolver), the proxy
+// port and each allowed port, then runs the server in its place. The shim
+// carries each connection over two named pipes, in a folder of the
+// session's that both containers mount read-only, to the gateway: a
+// container of its own on the upstream network (Docker's default bridge
+// unless EgressSpec.Upstream names another), which decides on each
+// connection by name and reports it (internal/egress). No network is made
+// for a session, so the cage starts as fast as one with no network at all;
+// the gateway starts beside it, and the shim holds a connection until the
+// gateway opens the pipes.
+//
+// The gateway runs the same binary (the egress-gateway subcommand) from an
+// image made locally by `docker import` of that one file: no registry. It is
+// hardened like a cage: read-only root, no capabilities, no-new-privileges,
+// nobody's uid, small memory and pid limits. It carries the owner labels, so
+// Reap removes it when its mcpcage process is gone; a session's folder of
+// pipes is locked for its life, and the next session removes those whose
+// lock is free.
 
-// LabelEgress marks a session's egress network and gateway container ("1").
+// LabelEgress marks a session's egress gateway container ("1").
 const LabelEgress = "io.mcpcage.egress"
 
 // EnvGatewayBinary names the static mcpcage binary the gateway image is
-// made from, when the running mcpcage is not one (a development build with
-// cgo, a test binary).
+// made from and the shim runs, when the running mcpcage is not one (a
+// development build with cgo, a test binary).
 const EnvGatewayBinary = "MCPCAGE_GATEWAY_BINARY"
 
 // EgressSpec describes one session's gateway.
@@ -62,51 +70,115 @@ type EgressSpec struct {
 	Policy   egress.Policy
 	Upstream string // the gateway's upstream network; "": Docker's default bridge
 	Session  string
-	Name     string // the server's name, for the objects' names
+	Name     string // the server's name, for the container's name
+	// Dir is the folder the session's pipes are made under (mcpcage's
+	// state); "": a new temporary folder.
+	Dir string
 	// Events receives every connection attempt the gateway reports.
 	Events func(egress.Event)
 	// Log receives the gateway's own errors; nil: none.
 	Log io.Writer
 }
 
-// Gateway is a running egress gateway and its cage network.
+// Gateway is a session's egress gateway: its pipes, then its container.
 type Gateway struct {
+	spec    EgressSpec
+	bin     string
+	pipes   string // the session's folder of pipes
+	base    string // its parent, when made for this session alone ("": kept)
+	unlock  func()
 	cli     *client.Client
-	netID   string
-	netName string
 	id      string
-	addr    netip.Addr
 	hijack  interface{ Close() error }
-	stdin   io.Writer // a claimed spare's: the claim is written here
-	// holder is a claimed spare's holder container, whose network
-	// namespace the cage joins; holdConn its attachment (its stdin).
-	holder   string
-	holdConn interface{ Close() error }
-	// spareCancel and spareDone are the background making of the next
-	// spare (prepareNext).
-	spareCancel context.CancelFunc
-	spareDone   chan struct{}
-	events      chan struct{} // closed when the event stream has ended
-	stopped     sync.Once
-	stopErr     error
+	events  chan struct{} // closed when the event stream has ended
+	stopped sync.Once
+	stopErr error
 }
 
-// Network is the cage's network (Spec.Network): for a claimed spare, the
-// holder's network namespace.
-func (g *Gateway) Network() string {
-	if g.holder != "" {
-		return "container:" + g.holder
+// NewGateway makes the session's pipes. The cage can start behind them
+// (Cage) before the gateway's container does (Start): its shim waits.
+func NewGateway(spec EgressSpec) (*Gateway, error) {
+	bin, err := GatewayBinary()
+	if err != nil {
+		return nil, fmt.Errorf("cannot find mcpcage's own binary: %v", err)
 	}
-	return g.netName
+	if err := staticELF(bin); err != nil {
+		return nil, &launch.UsageError{Msg: err.Error(), Hint: "build mcpcage with CGO_ENABLED=0 (make build), or set " + EnvGatewayBinary + " to such a build"}
+	}
+	g := &Gateway{spec: spec, bin: bin, events: make(chan struct{})}
+	base := ""
+	if spec.Dir != "" {
+		base = filepath.Join(spec.Dir, "egress")
+		if err := os.MkdirAll(base, 0o700); err != nil {
+			return nil, fmt.Errorf("cannot make the egress folder: %v", err)
+		}
+	} else {
+		if base, err = os.MkdirTemp("", "mcpcage-egress-"); err != nil {
+			return nil, fmt.Errorf("cannot make the egress folder: %v", err)
+		}
+		g.base = base
+	}
+	// Only mcpcage's user enters base; the folder inside is open to the
+	// cage's and the gateway's users, who see it as their mount's root.
+	if g.pipes, err = os.MkdirTemp(base, "pipes-"); err != nil {
+		g.removePipes()
+		return nil, fmt.Errorf("cannot make the egress pipes' folder: %v", err)
+	}
+	unlock, ok, err := tryLock(g.pipes + ".lock")
+	if err != nil || !ok {
+		g.removePipes()
+		return nil, fmt.Errorf("cannot lock the egress pipes' folder: %v", err)
+	}
+	g.unlock = unlock
+	if err := os.Chmod(g.pipes, 0o755); err != nil {
+		g.removePipes()
+		return nil, fmt.Errorf("cannot open the egress pipes' folder to the cage: %v", err)
+	}
+	if err := egress.MakePipes(g.pipes); err != nil {
+		g.removePipes()
+		return nil, err
+	}
+	return g, nil
 }
 
-// Addr is the gateway's address on the cage's network: the cage's DNS server.
-func (g *Gateway) Addr() netip.Addr { return g.addr }
+// reapPipes removes the folders of pipes under base whose session is gone
+// (their lock is free).
+func reapPipes(base string) {
+	locks, _ := filepath.Glob(filepath.Join(base, "pipes-*.lock"))
+	for _, l := range locks {
+		unlock, ok, err := tryLock(l)
+		if err != nil || !ok {
+			continue
+		}
+		_ = os.RemoveAll(strings.TrimSuffix(l, ".lock"))
+		_ = os.Remove(l)
+		unlock()
+	}
+}
 
-// Env points HTTPS_PROXY-honouring clients at the gateway. Clients that do
-// not honour it reach the gateway anyway: every allowed name resolves to it.
+func (g *Gateway) removePipes() {
+	if g.pipes != "" {
+		_ = os.RemoveAll(g.pipes)
+		_ = os.Remove(g.pipes + ".lock")
+	}
+	if g.unlock != nil {
+		g.unlock()
+	}
+	if g.base != "" {
+		_ = os.RemoveAll(g.base)
+	}
+}
+
+// Cage is what the cage needs to sit behind this gateway (Spec.Egress).
+func (g *Gateway) Cage() *CageEgress {
+	return &CageEgress{Binary: g.bin, Pipes: g.pipes, Ports: g.spec.Policy.Ports()}
+}
+
+// Env points HTTPS_PROXY-honouring clients at the shim's proxy port. Clients
+// that do not honour it reach the shim anyway: every allowed name resolves
+// to it.
 func (g *Gateway) Env() []string {
-	proxy := "http://" + netip.AddrPortFrom(g.addr, egress.ProxyPort).String()
+	proxy := "http://" + ShimAddr + ":" + strconv.Itoa(egress.ProxyPort)
 	var env []string
 	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"} {
 		env = append(env, k+"="+proxy)
@@ -192,67 +264,57 @@ func GatewayImage(ctx context.Context, cli *client.Client, bin string) (string, 
 	return info.ID, nil
 }
 
-// StartGateway creates the session's cage network and starts its gateway,
-// returning once the gateway listens. On error nothing is left behind.
-func StartGateway(ctx context.Context, cli *client.Client, spec EgressSpec) (*Gateway, error) {
-	bin, err := GatewayBinary()
-	if err != nil {
-		return nil, fmt.Errorf("cannot find mcpcage's own binary: %v", err)
-	}
-	if err := staticELF(bin); err != nil {
-		return nil, &launch.UsageError{Msg: err.Error(), Hint: "build mcpcage with CGO_ENABLED=0 (make build), or set " + EnvGatewayBinary + " to such a build"}
-	}
-	// The image (the binary's hash; an import the first time) while the
-	// networks are checked and made: the gateway's creation waits for both.
+// Start starts the gateway's container and returns once it runs. On error
+// the container is gone; Stop still removes the pipes.
+func (g *Gateway) Start(ctx context.Context, cli *client.Client) error {
+	g.cli = cli
+	started := false
+	defer func() {
+		if !started {
+			close(g.events)
+		}
+	}()
 	type imageResult struct {
 		id  string
 		err error
 	}
 	imgc := make(chan imageResult, 1)
 	go func() {
-		id, err := GatewayImage(ctx, cli, bin)
+		id, err := GatewayImage(ctx, cli, g.bin)
 		imgc <- imageResult{id, err}
 	}()
-	upstream := spec.Upstream
+	upstream := g.spec.Upstream
 	if upstream == "" {
 		upstream = "bridge"
 	}
 	if _, err := cli.NetworkInspect(ctx, upstream, network.InspectOptions{}); err != nil {
+		<-imgc
 		if cerrdefs.IsNotFound(err) {
-			return nil, &launch.UsageError{Msg: fmt.Sprintf("the egress network %q does not exist", upstream), Hint: "give an existing network with --egress-network (docker network ls)"}
+			return &launch.UsageError{Msg: fmt.Sprintf("the egress network %q does not exist", upstream), Hint: "give an existing network with --egress-network (docker network ls)"}
 		}
-		return nil, fmt.Errorf("cannot inspect the egress network %q: %s", upstream, oneLine(err))
-	}
-	labels := Self().Labels()
-	labels[LabelEgress] = "1"
-	labels[LabelSession] = spec.Session
-	labels[LabelName] = spec.Name
-	base := "mcpcage-" + strings.ToLower(spec.Name) + "-" + randomHex(3)
-	g := &Gateway{cli: cli, netName: base + "-net", events: make(chan struct{})}
-	fail := func(err error) (*Gateway, error) {
-		close(g.events)
-		_ = g.remove(ctx)
-		return nil, err
-	}
-	var subnet string
-	g.netID, subnet, err = createCageNetwork(ctx, cli, g.netName, labels)
-	if err != nil {
-		return fail(err)
+		return fmt.Errorf("cannot inspect the egress network %q: %s", upstream, oneLine(err))
 	}
 	img := <-imgc
 	if img.err != nil {
-		return fail(img.err)
+		return img.err
 	}
-	cfg, hc := gatewayConfig(img.id, upstream, labels, append([]string{"--subnet", subnet}, spec.Policy.Args()...))
-	c, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, base+"-egress")
+	labels := Self().Labels()
+	labels[LabelEgress] = "1"
+	labels[LabelSession] = g.spec.Session
+	labels[LabelName] = g.spec.Name
+	name := "mcpcage-" + strings.ToLower(g.spec.Name) + "-" + randomHex(3) + "-egress"
+	cfg, hc := gatewayConfig(img.id, upstream, labels, g.pipes, append([]string{"--pipes", gatewayPipes}, g.spec.Policy.Args()...))
+	c, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
 	if err != nil {
-		return fail(fmt.Errorf("cannot create the egress gateway: %s", oneLine(err)))
+		return fmt.Errorf("cannot create the egress gateway: %s", oneLine(err))
 	}
 	g.id = c.ID
-	if err := cli.NetworkConnect(ctx, g.netID, g.id, nil); err != nil {
-		return fail(fmt.Errorf("cannot connect the egress gateway to the cage's network: %s", oneLine(err)))
+	fail := func(err error) error {
+		_ = g.remove(ctx)
+		g.id = ""
+		return err
 	}
-	out, err := g.attach(ctx, spec.Log, false)
+	out, err := g.attach(ctx, g.spec.Log)
 	if err != nil {
 		return fail(err)
 	}
@@ -260,38 +322,16 @@ func StartGateway(ctx context.Context, cli *client.Client, spec EgressSpec) (*Ga
 		g.hijack.Close()
 		return fail(fmt.Errorf("cannot start the egress gateway: %s", oneLine(err)))
 	}
-	if err := g.awaitReady(ctx, out, spec.Events); err != nil {
-		return nil, err
-	}
-	return g, nil
+	started = true
+	return g.awaitReady(ctx, out, g.spec.Events)
 }
 
-// createCageNetwork makes a cage's network: internal, and with no address
-// on the host's end of its bridge. It returns its ID and subnet; on error
-// nothing is left.
-func createCageNetwork(ctx context.Context, cli *client.Client, name string, labels map[string]string) (string, string, error) {
-	created, err := cli.NetworkCreate(ctx, name, network.CreateOptions{
-		Driver:   "bridge",
-		Internal: true,
-		Labels:   labels,
-		// No address on the host's end of the bridge: a cage could
-		// otherwise reach every host service that listens on all addresses.
-		Options: map[string]string{"com.docker.network.bridge.inhibit_ipv4": "true"},
-	})
-	if err != nil {
-		return "", "", fmt.Errorf("cannot create the cage's network: %s", oneLine(err))
-	}
-	ni, err := cli.NetworkInspect(ctx, created.ID, network.InspectOptions{})
-	if err != nil || len(ni.IPAM.Config) == 0 {
-		_ = cli.NetworkRemove(context.WithoutCancel(ctx), created.ID)
-		return "", "", fmt.Errorf("cannot read the cage network's subnet: %v", err)
-	}
-	return created.ID, ni.IPAM.Config[0].Subnet, nil
-}
+// gatewayPipes is where the gateway sees the session's pipes.
+const gatewayPipes = "/egress"
 
 // gatewayConfig is the gateway container: hardened like a cage, on the
-// upstream network (the cage's is connected before its start).
-func gatewayConfig(img, upstream string, labels map[string]string, cmd []string) (*container.Config, *container.HostConfig) {
+// upstream network, with the session's pipes.
+func gatewayConfig(img, upstream string, labels map[string]string, pipes string, cmd []string) (*container.Config, *container.HostConfig) {
 	pids := int64(64)
 	cfg := &container.Config{
 		Image: img,
@@ -311,8 +351,8 @@ func gatewayConfig(img, upstream string, labels map[string]string, cmd []string)
 		SecurityOpt:    []string{"no-new-privileges:true"},
 		IpcMode:        "private",
 		LogConfig:      container.LogConfig{Type: "none"},
-		Sysctls:        map[string]string{"net.ipv4.ip_unprivileged_port_start": "0"},
-		Mounts:         gatewayRoots(),
+		Mounts: append(gatewayRoots(), mount.Mount{Type: mount.TypeBind, Source: pipes, Target: gatewayPipes, ReadOnly: true,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}}),
 		Resources: container.Resources{
 			Memory: 64 << 20, MemorySwap: 64 << 20, NanoCPUs: 1e9, PidsLimit: &pids,
 			Ulimits: []*container.Ulimit{{Name: "core", Soft: 0, Hard: 0}},
@@ -321,15 +361,14 @@ func gatewayConfig(img, upstream string, labels map[string]string, cmd []string)
 	return cfg, hc
 }
 
-// attach attaches to the gateway's output (and its stdin when claiming a
-// spare), passing its errors to log; it returns the events' stream.
-func (g *Gateway) attach(ctx context.Context, log io.Writer, stdin bool) (io.Reader, error) {
-	hj, err := g.cli.ContainerAttach(ctx, g.id, container.AttachOptions{Stream: true, Stdin: stdin, Stdout: true, Stderr: true})
+// attach attaches to the gateway's output, passing its errors to log; it
+// returns the events' stream.
+func (g *Gateway) attach(ctx context.Context, log io.Writer) (io.Reader, error) {
+	hj, err := g.cli.ContainerAttach(ctx, g.id, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
 	if err != nil {
 		return nil, fmt.Errorf("cannot attach to the egress gateway: %s", oneLine(err))
 	}
 	g.hijack = hj.Conn
-	g.stdin = hj.Conn
 	outR, outW := io.Pipe()
 	errR, errW := io.Pipe()
 	go func() {
@@ -351,28 +390,26 @@ func (g *Gateway) attach(ctx context.Context, log io.Writer, stdin bool) (io.Rea
 	return outR, nil
 }
 
-// awaitReady reads the gateway's ready line and its address, then passes
-// its events on; on error the gateway is stopped and removed.
+// awaitReady reads the gateway's ready line, then passes its events on; on
+// error the gateway is stopped and removed.
 func (g *Gateway) awaitReady(ctx context.Context, out io.Reader, events func(egress.Event)) error {
 	ready := make(chan string, 1)
 	go g.readEvents(out, ready, events)
-	var err error
 	select {
 	case a, ok := <-ready:
 		if !ok {
-			_ = g.Stop(ctx)
-			return errors.New("the egress gateway ended before it listened")
+			_ = g.stopContainer(ctx)
+			return errors.New("the egress gateway ended before it ran")
 		}
-		g.addr, err = netip.ParseAddr(a)
-		if err != nil {
-			_ = g.Stop(ctx)
-			return fmt.Errorf("the egress gateway said it listens at %q", a)
+		if a != gatewayPipes {
+			_ = g.stopContainer(ctx)
+			return fmt.Errorf("the egress gateway said it serves %q", a)
 		}
 	case <-time.After(15 * time.Second):
-		_ = g.Stop(ctx)
+		_ = g.stopContainer(ctx)
 		return errors.New("the egress gateway did not start within 15s")
 	case <-ctx.Done():
-		_ = g.Stop(ctx)
+		_ = g.stopContainer(ctx)
 		return ctx.Err()
 	}
 	return nil
@@ -408,58 +445,48 @@ func (g *Gateway) readEvents(r io.Reader, ready chan<- string, events func(egres
 }
 
 // Stop ends the gateway (it reports the connections still open first), waits
-// for its last events, and removes it and the cage's network. Call it after
-// the cage is gone. Safe to call more than once.
+// for its last events, and removes it and the session's pipes. Call it
+// after the cage is gone. Safe to call more than once.
 func (g *Gateway) Stop(ctx context.Context) error {
 	g.stopped.Do(func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
-		defer cancel()
-		if g.spareCancel != nil {
-			g.spareCancel()
-			<-g.spareDone
-		}
-		timeout := 3
-		_ = g.cli.ContainerStop(rctx, g.id, container.StopOptions{Signal: "SIGTERM", Timeout: &timeout})
-		select {
-		case <-g.events:
-		case <-time.After(5 * time.Second):
-		}
-		if g.hijack != nil {
-			g.hijack.Close()
-		}
-		if g.holdConn != nil {
-			g.holdConn.Close()
-		}
-		g.stopErr = g.remove(rctx)
+		g.stopErr = g.stopContainer(ctx)
+		g.removePipes()
 	})
 	return g.stopErr
+}
+
+// stopContainer ends and removes the gateway's container, if any.
+func (g *Gateway) stopContainer(ctx context.Context) error {
+	if g.id == "" {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+	defer cancel()
+	timeout := 3
+	_ = g.cli.ContainerStop(rctx, g.id, container.StopOptions{Signal: "SIGTERM", Timeout: &timeout})
+	select {
+	case <-g.events:
+	case <-time.After(5 * time.Second):
+	}
+	if g.hijack != nil {
+		g.hijack.Close()
+	}
+	err := g.remove(rctx)
+	g.id = ""
+	return err
 }
 
 func (g *Gateway) remove(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 	defer cancel()
-	var firstErr error
-	if g.id != "" {
-		if err := removeContainer(rctx, g.cli, g.id); err != nil {
-			firstErr = fmt.Errorf("cannot remove the egress gateway: %s", oneLine(err))
-		}
+	if err := removeContainer(rctx, g.cli, g.id); err != nil {
+		return fmt.Errorf("cannot remove the egress gateway: %s", oneLine(err))
 	}
-	if g.holder != "" {
-		if err := removeContainer(rctx, g.cli, g.holder); err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("cannot remove the cage network's holder: %s", oneLine(err))
-		}
-	}
-	if g.netID != "" {
-		if err := g.cli.NetworkRemove(rctx, g.netID); err != nil && !cerrdefs.IsNotFound(err) && firstErr == nil {
-			firstErr = fmt.Errorf("cannot remove the cage's network %s: %s", g.netName, oneLine(err))
-		}
-	}
-	return firstErr
+	return nil
 }
 
 // removeContainer removes a container, or waits for the engine's own
-// removal of it (a spare's containers are AutoRemove: the engine removes
-// them as they exit).
+// removal of it when one is under way.
 func removeContainer(ctx context.Context, cli *client.Client, id string) error {
 	err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
 	if err == nil || cerrdefs.IsNotFound(err) {
@@ -507,7 +534,8 @@ func gatewayRoots() []mount.Mount {
 }
 
 // reapNetworks removes the egress networks whose owner is gone (after Reap
-// removed their containers).
+// removed their containers): mcpcage before 2026-12-05 made a network for
+// each session, and one that a killed session left is removed here.
 func reapNetworks(ctx context.Context, cli *client.Client) ([]string, error) {
 	nets, err := cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelEgress+"=1"))})
 	if err != nil {
@@ -515,18 +543,8 @@ func reapNetworks(ctx context.Context, cli *client.Client) ([]string, error) {
 	}
 	var removed []string
 	var firstErr error
-	me, _ := os.Hostname()
 	for _, n := range nets {
-		o := ownerFromLabels(n.Labels)
-		if n.Labels[LabelSpare] != "" {
-			o = spareMaker(n.Labels)
-			// A spare's network outlives its maker, and serves nobody
-			// once no container is on it: one a minute old (its spare
-			// made) with none goes, whoever made it on this machine.
-			if o.Host != me || o.State() != OwnerGone && time.Since(n.Created) < time.Minute || spareNetworkInUse(ctx, cli, n.ID) {
-				continue
-			}
-		} else if o.State() != OwnerGone {
+		if ownerFromLabels(n.Labels).State() != OwnerGone {
 			continue
 		}
 		if err := cli.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
@@ -582,4 +600,50 @@ func printable(s string, max int) string {
 		s = s[:max]
 	}
 	return untrusted.Line(s)
+}
+
+// Where the shim's parts are in a cage behind a gateway.
+const (
+	ShimBinary = "/.mcpcage/mcpcage" // the static mcpcage binary, read-only
+	ShimPipes  = "/.mcpcage/egress"  // the session's pipes, read-only
+	ShimAddr   = "127.0.0.1"         // where the shim listens
+)
+
+// CageEgress is what a cage behind a gateway needs of it (Spec.Egress).
+type CageEgress struct {
+	Binary string // the static mcpcage binary on the engine's host
+	Pipes  string // the session's folder of pipes on the engine's host
+	Ports  []int  // the policy's ports
+}
+
+// behindShim makes the shim the cage's entrypoint, with the server's own
+// command (the image's, where the spec gives none) after it.
+func behindShim(ctx context.Context, cli *client.Client, spec *Spec) error {
+	ep, args := spec.Entrypoint, spec.Cmd
+	if ep == nil {
+		info, err := cli.ImageInspect(ctx, spec.Image)
+		if err != nil {
+			if cerrdefs.IsNotFound(err) {
+				return &ImageMissingError{Image: spec.Image}
+			}
+			return fmt.Errorf("cannot inspect image %s: %s", spec.Image, oneLine(err))
+		}
+		if info.Config != nil {
+			ep = info.Config.Entrypoint
+			if len(args) == 0 {
+				args = info.Config.Cmd
+			}
+		}
+	}
+	argv := append(append([]string(nil), ep...), args...)
+	if len(argv) == 0 {
+		return fmt.Errorf("image %s names no command to run, and none was given", spec.Image)
+	}
+	shim := []string{ShimBinary, egress.ShimCommand, "--pipes", ShimPipes}
+	for _, p := range spec.Egress.Ports {
+		shim = append(shim, "--port", strconv.Itoa(p))
+	}
+	spec.Entrypoint = append(shim, "--")
+	spec.Cmd = argv
+	return nil
 }

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/client"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpcage/mcpcage/internal/cage/cagetest"
@@ -57,15 +57,15 @@ func benchEnv(b *testing.B) (*cagetest.Internet, string, string) {
 }
 
 // benchSession starts the probe (behind a gateway when pol is not nil, else
-// with spec as given), lists its tools, and returns the session and a stop.
-// With spare, the gateway is a spare of its home, claimed, or (none left)
-// one made for it, as a session's start does; claimed says which.
-func benchSession(spec Spec, pol *egress.Policy, upstream string, spare *SpareSpec) (cs *mcp.ClientSession, stop func(), claimed bool, err error) {
+// with spec as given, on network when that is not ""), lists its tools, and
+// returns the session and a stop. Behind a gateway it starts as Up starts
+// one: the pipes first, then the gateway's container beside the cage.
+func benchSession(spec Spec, pol *egress.Policy, upstream, network string) (cs *mcp.ClientSession, stop func(), err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cli, err := Connect(ctx)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, err
 	}
 	var gw *Gateway
 	var c *Cage
@@ -81,26 +81,32 @@ func benchSession(spec Spec, pol *egress.Policy, upstream string, spare *SpareSp
 		}
 		cli.Close()
 	}
-	fail := func(err error) (*mcp.ClientSession, func(), bool, error) {
+	fail := func(err error) (*mcp.ClientSession, func(), error) {
 		stop()
-		return nil, nil, false, err
+		return nil, nil, err
 	}
+	var gwc chan error
 	if pol != nil {
 		spec.Session = NewSession()
-		es := EgressSpec{Policy: *pol, Upstream: upstream, Session: spec.Session, Name: spec.Name}
-		if spare != nil {
-			gw, err = ClaimSpare(ctx, cli, *spare, es)
-			claimed = gw != nil
-		}
-		if err == nil && gw == nil {
-			gw, err = StartGateway(ctx, cli, es)
-		}
+		gw, err = NewGateway(EgressSpec{Policy: *pol, Upstream: upstream, Session: spec.Session, Name: spec.Name})
 		if err != nil {
 			return fail(err)
 		}
-		spec.Network, spec.DNS, spec.Env = gw.Network(), []string{gw.Addr().String()}, append(spec.Env, gw.Env()...)
+		gwc = make(chan error, 1)
+		go func() { gwc <- gw.Start(ctx, cli) }()
+		spec.Egress, spec.Env = gw.Cage(), append(spec.Env, gw.Env()...)
 	}
-	if c, err = Start(ctx, cli, spec); err != nil {
+	var tweak func(*container.Config, *container.HostConfig)
+	if network != "" {
+		tweak = func(_ *container.Config, hc *container.HostConfig) { hc.NetworkMode = container.NetworkMode(network) }
+	}
+	c, err = start(ctx, cli, spec, tweak)
+	if gwc != nil {
+		if gerr := <-gwc; gerr != nil && err == nil {
+			err = gerr
+		}
+	}
+	if err != nil {
 		return fail(err)
 	}
 	go io.Copy(io.Discard, c.Stderr())
@@ -110,110 +116,43 @@ func benchSession(spec Spec, pol *egress.Policy, upstream string, spare *SpareSp
 	if _, err := cs.ListTools(ctx, nil); err != nil {
 		return fail(err)
 	}
-	return cs, stop, claimed, nil
-}
-
-// benchSpares leaves n spares ready in the home, as n live sessions leave
-// them (each counted as live while the spares are made), and gives the
-// engine 2 s to settle, as spares made during earlier sessions would have.
-func benchSpares(b *testing.B, cli *client.Client, s SpareSpec, n int) {
-	for range n {
-		release, err := registerSession(s.Home)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer release()
-	}
-	for range n {
-		if err := PrepareSpare(context.Background(), cli, s); err != nil {
-			b.Fatal(err)
-		}
-	}
-	sp, err := readSpares(context.Background(), cli, s.Home, false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ready := 0
-	for i := range sp {
-		if !sp[i].empty() {
-			ready++
-		}
-	}
-	if ready != n {
-		b.Fatalf("%d spares ready, want %d", ready, n)
-	}
-	time.Sleep(2 * time.Second)
+	return cs, stop, nil
 }
 
 // BenchmarkEgressStart: the time from nothing to the first tools/list
-// answer, for the same cage with no network, behind a spare gateway
-// claimed (what a start with --allow-host is when an earlier session of
-// the same MCPCAGE_HOME made one: every start but the first), behind a
-// gateway made for it (the first start), and two sessions started
-// together (an AI client starting its servers): the later of the two to
-// answer, with the one spare a home had before spares in slots (the
-// other makes its gateway) and with the two spares two live sessions now
-// leave. The variants start in turns (which goes first rotates) so that
-// the machine's noise falls on all alike. Spares are made untimed before
-// their start. It reports the median of each and what the gateway adds
-// over no network.
-//
-// One more variant is no gateway at all: the cage on an internal network
-// made for it at its start, as createCageNetwork makes one. That is the
-// least any first start that makes its session's network pays, however its
-// gateway is started (ms-added-floor): the engine's network create and a
-// container's interface on a bridge.
+// answer, for the same cage with no network, behind a gateway made for it
+// (every start with --allow-host), and two sessions with --allow-host
+// started together (an AI client starting its servers): the later of the
+// two to answer. The variants start in turns (which goes first rotates) so
+// that the machine's noise falls on all alike. It reports the median of
+// each and what the gateway adds over no network.
 func BenchmarkEgressStart(b *testing.B) {
 	in, img, _ := benchEnv(b)
 	pol, _ := egress.ParsePolicy([]string{"api.allowed.test"}, true)
-	spare := SpareSpec{Home: b.TempDir(), Upstream: in.Network}
-	cli, err := Connect(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cli.Close()
-	defer RemoveSpare(context.Background(), cli, spare.Home)
-	const bare, claimed, first, pairOne, pairTwo, floor, variants = 0, 1, 2, 3, 4, 5, 6
+	const bare, allowHost, pair, variants = 0, 1, 2, 3
 	times := make([][]time.Duration, variants)
-	pairClaims := [variants]int{}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for k := 0; k < variants; k++ {
 			v := (i + k) % variants
 			var p *egress.Policy
-			var sp *SpareSpec
 			starts := 1
-			b.StopTimer()
 			switch v {
-			case claimed:
-				benchSpares(b, cli, spare, 1)
-				p, sp = &pol, &spare
-			case first:
+			case allowHost:
 				p = &pol
-			case pairOne, pairTwo:
-				benchSpares(b, cli, spare, v-pairOne+1)
-				p, sp, starts = &pol, &spare, 2
+			case pair:
+				p, starts = &pol, 2
 			}
-			b.StartTimer()
 			t0 := time.Now()
-			if v == floor {
-				took, err := floorStart(cli, Spec{Name: "bench-start", Image: img})
-				if err != nil {
-					b.Fatal(err)
-				}
-				times[v] = append(times[v], took)
-				continue
-			}
 			var wg sync.WaitGroup
 			stops := make([]func(), starts)
 			took := make([]time.Duration, starts)
-			claims := make([]bool, starts)
 			errs := make([]error, starts)
 			for j := range starts {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					_, stops[j], claims[j], errs[j] = benchSession(Spec{Name: "bench-start", Image: img}, p, in.Network, sp)
+					_, stops[j], errs[j] = benchSession(Spec{Name: "bench-start", Image: img}, p, in.Network, "")
 					took[j] = time.Since(t0)
 				}()
 			}
@@ -224,60 +163,17 @@ func BenchmarkEgressStart(b *testing.B) {
 					b.Fatal(errs[j])
 				}
 				stops[j]()
-				if claims[j] {
-					pairClaims[v]++
-				}
-			}
-			if v == claimed && !claims[0] {
-				b.Fatal("the spare made for it was not claimed")
-			}
-			if err := RemoveSpare(context.Background(), cli, spare.Home); err != nil {
-				b.Fatal(err)
 			}
 			b.StartTimer()
 			times[v] = append(times[v], slices.Max(took))
 		}
 	}
-	mb, mc, mf := median(times[bare]), median(times[claimed]), median(times[first])
+	mb, ma, mp := median(times[bare]), median(times[allowHost]), median(times[pair])
 	b.ReportMetric(float64(mb.Milliseconds()), "ms-no-network")
-	b.ReportMetric(float64(mc.Milliseconds()), "ms-allow-host")
-	b.ReportMetric(float64((mc - mb).Milliseconds()), "ms-added")
-	b.ReportMetric(float64(mf.Milliseconds()), "ms-allow-host-first")
-	b.ReportMetric(float64((mf - mb).Milliseconds()), "ms-added-first")
-	m1, m2 := median(times[pairOne]), median(times[pairTwo])
-	b.ReportMetric(float64(m1.Milliseconds()), "ms-pair-second-1spare")
-	b.ReportMetric(float64(m2.Milliseconds()), "ms-pair-second-2spares")
-	b.ReportMetric(float64((m2 - mb).Milliseconds()), "ms-added-pair")
-	mn := median(times[floor])
-	b.ReportMetric(float64(mn.Milliseconds()), "ms-own-network-no-gateway")
-	b.ReportMetric(float64((mn - mb).Milliseconds()), "ms-added-floor")
-	// How many of the pairs' starts found a spare (of 2 a pair).
-	b.ReportMetric(float64(pairClaims[pairOne])/float64(b.N), "claims/pair-1spare")
-	b.ReportMetric(float64(pairClaims[pairTwo])/float64(b.N), "claims/pair-2spares")
-}
-
-// floorStart times a start of spec on an internal network made for it
-// then, with no gateway: from nothing to the first tools/list answer.
-// The network is removed after, untimed.
-func floorStart(cli *client.Client, spec Spec) (time.Duration, error) {
-	ctx := context.Background()
-	t0 := time.Now()
-	labels := Self().Labels() // reaped as any session's network if this process dies
-	labels[LabelEgress] = "1"
-	name := "mcpcage-bench-floor-" + randomHex(3) + "-net"
-	id, _, err := createCageNetwork(ctx, cli, name, labels)
-	if err != nil {
-		return 0, err
-	}
-	defer cli.NetworkRemove(ctx, id)
-	spec.Network = name
-	_, stop, _, err := benchSession(spec, nil, "", nil)
-	took := time.Since(t0)
-	if err != nil {
-		return 0, err
-	}
-	stop()
-	return took, nil
+	b.ReportMetric(float64(ma.Milliseconds()), "ms-allow-host")
+	b.ReportMetric(float64((ma - mb).Milliseconds()), "ms-added")
+	b.ReportMetric(float64(mp.Milliseconds()), "ms-pair-second")
+	b.ReportMetric(float64((mp - mb).Milliseconds()), "ms-added-pair")
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -304,11 +200,11 @@ func BenchmarkEgressDownload(b *testing.B) {
 		pol  *egress.Policy
 	}{{"direct", nil}, {"gateway", &pol}} {
 		b.Run(bc.name, func(b *testing.B) {
-			spec := base
+			network := ""
 			if bc.pol == nil {
-				spec.Network = in.Network
+				network = in.Network
 			}
-			cs, stop, _, err := benchSession(spec, bc.pol, in.Network, nil)
+			cs, stop, err := benchSession(base, bc.pol, in.Network, network)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -93,11 +93,6 @@ func Reap(ctx context.Context, cli *client.Client) ([]string, error) {
 		}
 		removed = append(removed, c.Container)
 	}
-	spares, err := reapSpares(ctx, cli)
-	removed = append(removed, spares...)
-	if err != nil && firstErr == nil {
-		firstErr = err
-	}
 	// An egress network goes once its gateway and cage have.
 	nets, err := reapNetworks(ctx, cli)
 	removed = append(removed, nets...)

@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
-	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/client"
 	"github.com/docker/go-units"
 
 	"github.com/mcpcage/mcpcage/internal/egress"
@@ -50,10 +49,6 @@ type Plan struct {
 	Egress        *egress.Policy
 	EgressNetwork string
 	EgressEvents  func(egress.Event)
-	// Spare is the state directory whose egress spare the session claims
-	// when it has one (ClaimSpare) and makes ahead for the next session
-	// once its cage runs (PrepareSpare); "": neither.
-	Spare string
 	// Log receives what Up and the cage say on the way (orphans reaped,
 	// warnings, hints, a failed install's output).
 	Log io.Writer
@@ -111,12 +106,14 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 	if log == nil {
 		log = io.Discard
 	}
-	var gwc chan gatewayStart // the gateway, started beside the install
+	var gw *Gateway
+	var gwc chan error // the gateway's start, beside the install and the cage's
 	fail := func(err error, hint string, args ...any) (*Started, error) {
 		if gwc != nil {
-			if g := <-gwc; g.err == nil {
-				_ = g.gw.Stop(ctx)
-			}
+			<-gwc
+		}
+		if gw != nil {
+			_ = gw.Stop(ctx)
 		}
 		if hint != "" {
 			hint = fmt.Sprintf(hint, args...)
@@ -132,15 +129,28 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 	} else if len(removed) > 0 {
 		untrusted.Fprintf(log, "mcpcage: removed %d orphaned cage(s) whose mcpcage process is gone: %s\n", len(removed), strings.Join(removed, ", "))
 	}
+	if p.StateDir != "" {
+		// The pipes of sessions that ended without their stop (SIGKILL).
+		reapPipes(filepath.Join(p.StateDir, "egress"))
+	}
 	session := NewSession()
 	if p.Egress != nil {
-		// Its network and container take seconds, and need nothing of the
-		// image, the install or HOME: they are made meanwhile.
-		gwc = make(chan gatewayStart, 1)
-		go func() {
-			gw, err := startEgress(ctx, cli, p, session)
-			gwc <- gatewayStart{gw, err}
-		}()
+		// The pipes now; the container needs nothing of the image, the
+		// install, HOME or the cage (whose shim waits for it), so it
+		// starts meanwhile.
+		gw, err = NewGateway(EgressSpec{
+			Policy: *p.Egress, Upstream: p.EgressNetwork, Name: p.Name, Session: session,
+			Dir: p.StateDir, Events: p.EgressEvents, Log: p.Log,
+		})
+		if err != nil {
+			var ue *launch.UsageError
+			if errors.As(err, &ue) && ue.Hint != "" {
+				return fail(errors.New(ue.Msg), "%s", ue.Hint)
+			}
+			return fail(err, "")
+		}
+		gwc = make(chan error, 1)
+		go func() { gwc <- gw.Start(ctx, cli) }()
 	}
 	spec := Spec{
 		Session:  session,
@@ -239,30 +249,26 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 			return fail(err, "fix or unset the variable, then try again")
 		}
 	}
-	var gw *Gateway
-	if gwc != nil {
-		g := <-gwc
-		gwc = nil
-		if err := g.err; err != nil {
-			var ue *launch.UsageError
-			if errors.As(err, &ue) && ue.Hint != "" {
-				return fail(errors.New(ue.Msg), "%s", ue.Hint)
-			}
-			return fail(err, "")
-		}
-		gw = g.gw
-		spec.Network = gw.Network()
-		spec.DNS = []string{gw.Addr().String()}
+	if gw != nil {
+		spec.Egress = gw.Cage()
 		spec.Env = append(spec.Env, gw.Env()...)
 	}
 	cg, err := Start(ctx, cli, spec)
-	if err == nil && gw != nil && p.Spare != "" {
-		gw.prepareNext(SpareSpec{Home: p.Spare, Upstream: p.EgressNetwork}, spareDelay, p.Log)
+	if gwc != nil {
+		gerr := <-gwc
+		gwc = nil
+		if gerr != nil {
+			if cg != nil {
+				_ = cg.Stop(ctx)
+			}
+			var ue *launch.UsageError
+			if errors.As(gerr, &ue) && ue.Hint != "" {
+				return fail(errors.New(ue.Msg), "%s", ue.Hint)
+			}
+			return fail(gerr, "")
+		}
 	}
 	if err != nil {
-		if gw != nil {
-			_ = gw.Stop(ctx)
-		}
 		var ae *AccessError
 		if errors.As(err, &ae) {
 			return fail(err, "%s", ae.Hint())
@@ -288,36 +294,6 @@ func caBundle(kind string, spec *Spec) error {
 	}
 	spec.Env = append(spec.Env, env...)
 	return nil
-}
-
-// gatewayStart is a started gateway, or why it did not start.
-type gatewayStart struct {
-	gw  *Gateway
-	err error
-}
-
-// spareDelay is how long after its cage's start a session begins the next
-// session's spare: the server's own start comes first.
-const spareDelay = 3 * time.Second
-
-// startEgress starts the session's gateway, or claims the spare made for
-// it. It changes nothing but the engine's state: it runs beside the rest
-// of Up.
-func startEgress(ctx context.Context, cli *client.Client, p Plan, session string) (*Gateway, error) {
-	spec := EgressSpec{
-		Policy: *p.Egress, Upstream: p.EgressNetwork, Name: p.Name, Session: session,
-		Events: p.EgressEvents, Log: p.Log,
-	}
-	if p.Spare != "" {
-		gw, err := ClaimSpare(ctx, cli, SpareSpec{Home: p.Spare, Upstream: p.EgressNetwork}, spec)
-		if gw != nil {
-			return gw, nil
-		}
-		if err != nil && p.Log != nil {
-			untrusted.Fprintf(p.Log, "mcpcage: note: the egress gateway made ahead could not be used (%v); starting one\n", err)
-		}
-	}
-	return StartGateway(ctx, cli, spec)
 }
 
 // ParseSize reads a size as `docker run --memory` does: 512m, 1g, 64k.

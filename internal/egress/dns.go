@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -11,8 +12,8 @@ import (
 )
 
 // Answer builds the reply to one DNS query from the cage: an allowed name's
-// A record is the gateway's own address (so its connections come to the
-// gateway, which decides by name); an allowed name has no other records; any
+// A record is the shim's address in the cage (so its connections come to
+// the shim, which carries them to the gateway, which decides by name); an allowed name has no other records; any
 // other name is NXDOMAIN. It returns the refused name, if any, and nil for a
 // packet that is not a query worth answering.
 func (g *Gateway) Answer(query []byte) (reply []byte, refused string) {
@@ -44,12 +45,16 @@ func (g *Gateway) Answer(query []byte) (reply []byte, refused string) {
 	if err := b.Question(q); err != nil {
 		return nil, ""
 	}
-	if allowed && q.Type == dnsmessage.TypeA && g.Addr.Is4() {
+	addr := g.Addr
+	if !addr.IsValid() {
+		addr = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	}
+	if allowed && q.Type == dnsmessage.TypeA && addr.Is4() {
 		if err := b.StartAnswers(); err != nil {
 			return nil, ""
 		}
 		rr := dnsmessage.ResourceHeader{Name: q.Name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET, TTL: 5}
-		if err := b.AResource(rr, dnsmessage.AResource{A: g.Addr.As4()}); err != nil {
+		if err := b.AResource(rr, dnsmessage.AResource{A: addr.As4()}); err != nil {
 			return nil, ""
 		}
 	}
@@ -79,70 +84,43 @@ func (g *Gateway) dnsRefused(name string) {
 	}
 }
 
-func (g *Gateway) serveDNSUDP(pc net.PacketConn) {
-	defer g.wg.Done()
-	buf := make([]byte, 4096)
+// serveDNSConn answers DNS over TCP on c (a stream of the session) until
+// it ends or idles for 10 s.
+func (g *Gateway) serveDNSConn(c net.Conn) {
+	g.mu.Lock()
+	if g.closing {
+		g.mu.Unlock()
+		c.Close()
+		return
+	}
+	g.dnsConns[c] = struct{}{}
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.dnsConns, c)
+		g.mu.Unlock()
+		c.Close()
+	}()
 	for {
-		n, from, err := pc.ReadFrom(buf)
-		if err != nil {
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		var l [2]byte
+		if _, err := io.ReadFull(c, l[:]); err != nil {
 			return
 		}
-		reply, refused := g.Answer(buf[:n])
+		q := make([]byte, binary.BigEndian.Uint16(l[:]))
+		if _, err := io.ReadFull(c, q); err != nil {
+			return
+		}
+		reply, refused := g.Answer(q)
 		if refused != "" {
 			g.dnsRefused(refused)
 		}
-		if reply != nil {
-			_, _ = pc.WriteTo(reply, from)
-		}
-	}
-}
-
-func (g *Gateway) serveDNSTCP(ln net.Listener) {
-	defer g.wg.Done()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
+		if reply == nil {
 			return
 		}
-		g.mu.Lock()
-		if g.closing {
-			g.mu.Unlock()
-			c.Close()
+		out := binary.BigEndian.AppendUint16(nil, uint16(len(reply)))
+		if _, err := c.Write(append(out, reply...)); err != nil {
 			return
 		}
-		g.dnsConns[c] = struct{}{}
-		g.wg.Add(1)
-		g.mu.Unlock()
-		go func() {
-			defer g.wg.Done()
-			defer func() {
-				g.mu.Lock()
-				delete(g.dnsConns, c)
-				g.mu.Unlock()
-				c.Close()
-			}()
-			for {
-				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-				var l [2]byte
-				if _, err := io.ReadFull(c, l[:]); err != nil {
-					return
-				}
-				q := make([]byte, binary.BigEndian.Uint16(l[:]))
-				if _, err := io.ReadFull(c, q); err != nil {
-					return
-				}
-				reply, refused := g.Answer(q)
-				if refused != "" {
-					g.dnsRefused(refused)
-				}
-				if reply == nil {
-					return
-				}
-				out := binary.BigEndian.AppendUint16(nil, uint16(len(reply)))
-				if _, err := c.Write(append(out, reply...)); err != nil {
-					return
-				}
-			}
-		}()
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hashicorp/yamux"
 )
 
 // ProxyPort is where the gateway also listens for servers that honour
@@ -40,11 +41,13 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
-// Gateway serves one cage.
+// Gateway serves one cage, over the session Serve runs (see mux.go).
 type Gateway struct {
-	Policy   Policy
-	Addr     netip.Addr // the gateway's address on the cage's network: DNS answers and listeners
-	Resolver Resolver   // nil: net.DefaultResolver
+	Policy Policy
+	// Addr is what every allowed name resolves to in the cage: the shim's
+	// address there (127.0.0.1); the zero Addr means that.
+	Addr     netip.Addr
+	Resolver Resolver // nil: net.DefaultResolver
 	// Dial dials the upstream; nil: a net.Dialer with a 10 s timeout.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Events receives every event; it must not block for long.
@@ -58,7 +61,7 @@ type Gateway struct {
 	dnsSeen  map[string]bool
 	closing  bool
 	wg       sync.WaitGroup
-	closers  []io.Closer
+	sessions map[*yamux.Session]struct{}
 	dnsConns map[net.Conn]struct{}
 }
 
@@ -83,52 +86,24 @@ func JSONEvents(w io.Writer) func(Event) {
 	}
 }
 
-// Listen opens the DNS and TCP listeners. Serve errors on any of them end
-// nothing else; Close stops all.
-func (g *Gateway) Listen() error {
-	g.conns = map[*tracked]struct{}{}
-	g.dnsSeen = map[string]bool{}
-	g.dnsConns = map[net.Conn]struct{}{}
-	ports := append(g.Policy.Ports(), ProxyPort)
-	for i, p := range ports {
-		if i < len(ports)-1 && p == ProxyPort {
-			continue // the proxy port is also an allowed port: one listener does both
-		}
-		ln, err := net.Listen("tcp", netip.AddrPortFrom(g.Addr, uint16(p)).String())
-		if err != nil {
-			g.Close()
-			return fmt.Errorf("cannot listen on port %d: %w", p, err)
-		}
-		g.closers = append(g.closers, ln)
-		g.wg.Add(1)
-		go g.accept(ln, p)
+// setup makes the maps; g.mu is held.
+func (g *Gateway) setup() {
+	if g.conns == nil {
+		g.conns = map[*tracked]struct{}{}
+		g.dnsSeen = map[string]bool{}
+		g.dnsConns = map[net.Conn]struct{}{}
+		g.sessions = map[*yamux.Session]struct{}{}
 	}
-	pc, err := net.ListenPacket("udp", netip.AddrPortFrom(g.Addr, 53).String())
-	if err != nil {
-		g.Close()
-		return fmt.Errorf("cannot listen for DNS: %w", err)
-	}
-	g.closers = append(g.closers, pc)
-	g.wg.Add(1)
-	go g.serveDNSUDP(pc)
-	tl, err := net.Listen("tcp", netip.AddrPortFrom(g.Addr, 53).String())
-	if err != nil {
-		g.Close()
-		return fmt.Errorf("cannot listen for DNS over TCP: %w", err)
-	}
-	g.closers = append(g.closers, tl)
-	g.wg.Add(1)
-	go g.serveDNSTCP(tl)
-	return nil
 }
 
-// Close stops listening, ends every open connection and reports each one
+// Close ends the sessions and every open connection and reports each one
 // (with the bytes so far), then returns once all are reported.
 func (g *Gateway) Close() error {
 	g.mu.Lock()
+	g.setup()
 	g.closing = true
-	for _, c := range g.closers {
-		c.Close()
+	for s := range g.sessions {
+		s.Close()
 	}
 	open := make([]*tracked, 0, len(g.conns))
 	for t := range g.conns {
@@ -151,25 +126,6 @@ func (g *Gateway) Close() error {
 func (g *Gateway) emit(e Event) {
 	if g.Events != nil {
 		g.Events(e)
-	}
-}
-
-func (g *Gateway) accept(ln net.Listener, port int) {
-	defer g.wg.Done()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return
-		}
-		g.wg.Add(1)
-		go func() {
-			defer g.wg.Done()
-			g.handle(c, port)
-		}()
 	}
 }
 
@@ -375,17 +331,12 @@ func closeWrite(c net.Conn) {
 // GatewayCommand is mcpcage's hidden subcommand that runs a Gateway.
 const GatewayCommand = "egress-gateway"
 
-// HoldCommand is mcpcage's hidden subcommand that holds a spare cage's
-// network namespace (internal/cage's spare): it does nothing but wait.
-const HoldCommand = "egress-hold"
+// ShimCommand is mcpcage's hidden subcommand that runs a Shim in the cage,
+// then the server.
+const ShimCommand = "egress-shim"
 
-// Ready is the gateway's first output line: it listens, at this address.
+// Ready is the gateway's first output line: it runs, and waits for the
+// shim on the pipes named.
 type Ready struct {
 	Ready string `json:"ready"`
-}
-
-// Claim is the one line a spare gateway waits for on its stdin: the
-// session's policy (Policy.Args), given when a session claims the spare.
-type Claim struct {
-	Args []string `json:"args"`
 }

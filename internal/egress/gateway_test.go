@@ -96,13 +96,28 @@ func upstreams(t *testing.T, addr netip.Addr, body string) {
 	}()
 }
 
+// startGateway starts a gateway and its shim, joined as in a session: the
+// shim listens on a loopback address of the test's own (g.Addr, which the
+// gateway's DNS answers name) and carries each connection to the gateway
+// over a pair of pipes.
 func startGateway(t *testing.T, p Policy, fn *fakeNet) (*Gateway, *events) {
 	ev := &events{}
 	g := &Gateway{Policy: p, Addr: loopback(), Resolver: fn, Events: ev.add}
-	if err := g.Listen(); err != nil {
+	upR, upW := io.Pipe()
+	downR, downW := io.Pipe()
+	go g.Serve(Conn(upR, downW))
+	dialled := false
+	s := &Shim{Addr: g.Addr, Ports: p.Ports(), Dial: func() (io.ReadWriteCloser, error) {
+		if dialled {
+			return nil, io.EOF // one session: the gateway serves one
+		}
+		dialled = true
+		return Conn(downR, upW), nil
+	}}
+	if err := s.Listen(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { g.Close() })
+	t.Cleanup(func() { s.Close(); g.Close() })
 	return g, ev
 }
 

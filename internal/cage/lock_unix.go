@@ -9,20 +9,6 @@ import (
 	"syscall"
 )
 
-// lockSpare takes the home's spare lock (a file in it), which every claim
-// and every check of the spares holds; the kernel drops it with the process.
-func lockSpare(home string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(home, "egress-spare.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("cannot open the spare's lock: %v", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("cannot lock the spare: %v", err)
-	}
-	return func() { f.Close() }, nil
-}
-
 // tryLock takes the lock file path without waiting: ok is false when
 // another holder has it (another process, or another open of it in this
 // one). The kernel drops it with the process.

@@ -1,0 +1,58 @@
+//go:build unix
+
+package egress
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// MakePipes makes the session's two named pipes in dir, open to every user:
+// the cage and the gateway run as users of their own, and dir is what keeps
+// others out (the caller makes it inside a folder only it can enter).
+func MakePipes(dir string) error {
+	for _, name := range []string{PipeUp, PipeDown} {
+		p := filepath.Join(dir, name)
+		if err := syscall.Mkfifo(p, 0o666); err != nil {
+			return fmt.Errorf("cannot make the egress pipe %s: %v", p, err)
+		}
+		// The umask took bits off.
+		if err := os.Chmod(p, 0o666); err != nil {
+			return fmt.Errorf("cannot open the egress pipe %s to the cage: %v", p, err)
+		}
+	}
+	return nil
+}
+
+// OpenGatewayPipes opens dir's pipes as the gateway: PipeUp to read, then
+// PipeDown to write. Each open waits for the shim's.
+func OpenGatewayPipes(dir string) (io.ReadWriteCloser, error) {
+	r, err := os.OpenFile(filepath.Join(dir, PipeUp), os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	w, err := os.OpenFile(filepath.Join(dir, PipeDown), os.O_WRONLY, 0)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return pipePair{r, w}, nil
+}
+
+// OpenShimPipes opens dir's pipes as the shim, in the same order as the
+// gateway: PipeUp to write, then PipeDown to read.
+func OpenShimPipes(dir string) (io.ReadWriteCloser, error) {
+	w, err := os.OpenFile(filepath.Join(dir, PipeUp), os.O_WRONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	r, err := os.OpenFile(filepath.Join(dir, PipeDown), os.O_RDONLY, 0)
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	return pipePair{r, w}, nil
+}
