@@ -118,7 +118,7 @@ type Spec struct {
 	AllowNet    bool
 	// Egress puts the cage behind its session's egress gateway (Gateway.
 	// Cage): still no network, a shim in front of the server.
-	Egress *CageEgress
+	Egress  *CageEgress
 	Memory  int64   // bytes; 0 = DefaultMemory
 	Pids    int64   // 0 = DefaultPids
 	CPUs    float64 // 0 = DefaultCPUs

@@ -82,17 +82,23 @@ type EgressSpec struct {
 
 // Gateway is a session's egress gateway: its pipes, then its container.
 type Gateway struct {
-	spec    EgressSpec
-	bin     string
-	pipes   string // the session's folder of pipes
-	base    string // its parent, when made for this session alone ("": kept)
-	unlock  func()
-	cli     *client.Client
-	id      string
-	hijack  interface{ Close() error }
-	events  chan struct{} // closed when the event stream has ended
-	stopped sync.Once
-	stopErr error
+	spec     EgressSpec
+	bin      string
+	pipes    string // the session's folder of pipes
+	base     string // its parent, when made for this session alone ("": kept)
+	unlock   func()
+	cli      *client.Client
+	id       string
+	hijack   interface{ Close() error }
+	events   chan struct{} // closed when the event stream has ended
+	img      string        // the gateway's image and upstream network (Start)
+	upstream string
+	// launched is closed when the container's start (Launch) has ended,
+	// with launchErr its error.
+	launched  chan struct{}
+	launchErr error
+	stopped   sync.Once
+	stopErr   error
 }
 
 // NewGateway makes the session's pipes. The cage can start behind them
@@ -220,6 +226,34 @@ func staticELF(path string) error {
 	return nil
 }
 
+// gatewayRef is the gateway image's tag for bin: a hash of its Go build ID,
+// which the linker derives from the binary's content (reading it costs a
+// millisecond; hashing the whole binary, tens at every start), or of the
+// whole binary when it has none.
+func gatewayRef(bin string) (string, error) {
+	var id []byte
+	if f, err := elf.Open(bin); err == nil {
+		if sec := f.Section(".note.go.buildid"); sec != nil {
+			// One note: namesz, descsz, type, "Go\0\0", the ID.
+			if b, err := sec.Data(); err == nil && len(b) > 16 && string(b[12:16]) == "Go\x00\x00" {
+				if n := int(f.ByteOrder.Uint32(b[4:8])); n > 0 && 16+n <= len(b) {
+					id = append([]byte("go-buildid:"), b[16:16+n]...)
+				}
+			}
+		}
+		f.Close()
+	}
+	if id == nil {
+		data, err := os.ReadFile(bin)
+		if err != nil {
+			return "", fmt.Errorf("cannot read %s: %v", bin, err)
+		}
+		id = data
+	}
+	sum := sha256.Sum256(id)
+	return "mcpcage/egress:" + hex.EncodeToString(sum[:])[:16], nil
+}
+
 // GatewayImage returns the gateway image for bin, importing it on first use:
 // a tar of the one file, tagged by the binary's hash so each mcpcage build
 // gets its own and an existing one is reused.
@@ -227,14 +261,16 @@ func GatewayImage(ctx context.Context, cli *client.Client, bin string) (string, 
 	if err := staticELF(bin); err != nil {
 		return "", &launch.UsageError{Msg: err.Error(), Hint: "build mcpcage with CGO_ENABLED=0 (make build), or set " + EnvGatewayBinary + " to such a build"}
 	}
+	ref, err := gatewayRef(bin)
+	if err != nil {
+		return "", err
+	}
+	if info, err := cli.ImageInspect(ctx, ref); err == nil {
+		return info.ID, nil
+	}
 	data, err := os.ReadFile(bin)
 	if err != nil {
 		return "", fmt.Errorf("cannot read %s: %v", bin, err)
-	}
-	sum := sha256.Sum256(data)
-	ref := "mcpcage/egress:" + hex.EncodeToString(sum[:])[:16]
-	if info, err := cli.ImageInspect(ctx, ref); err == nil {
-		return info.ID, nil
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -264,47 +300,83 @@ func GatewayImage(ctx context.Context, cli *client.Client, bin string) (string, 
 	return info.ID, nil
 }
 
-// Start starts the gateway's container and returns once it runs. On error
-// the container is gone; Stop still removes the pipes.
+// Start checks what the gateway needs (the upstream network, its image,
+// imported on first use); a failure there says what to do
+// (*launch.UsageError). Launch then starts its container.
 func (g *Gateway) Start(ctx context.Context, cli *client.Client) error {
 	g.cli = cli
-	started := false
-	defer func() {
-		if !started {
-			close(g.events)
-		}
+	img, upstream, err := g.check(ctx)
+	if err != nil {
+		return err
+	}
+	g.img, g.upstream = img, upstream
+	return nil
+}
+
+// Launch starts the gateway's container in the background, after Start;
+// call it once the cage has started (the two would only slow each other's
+// start): the shim holds the cage's connections until the gateway opens
+// the pipes. Wait says how that start went; Stop waits for it.
+func (g *Gateway) Launch(ctx context.Context) {
+	g.launched = make(chan struct{})
+	go func() {
+		defer close(g.launched)
+		g.launchErr = g.launch(ctx, g.img, g.upstream)
 	}()
+}
+
+// Wait waits for the start of the gateway's container (Launch) and returns
+// its error: nil once the gateway runs.
+func (g *Gateway) Wait() error {
+	if g.launched == nil {
+		return errors.New("the egress gateway was not launched")
+	}
+	<-g.launched
+	return g.launchErr
+}
+
+// check finds the upstream network and the gateway's image.
+func (g *Gateway) check(ctx context.Context) (img, upstream string, err error) {
 	type imageResult struct {
 		id  string
 		err error
 	}
 	imgc := make(chan imageResult, 1)
 	go func() {
-		id, err := GatewayImage(ctx, cli, g.bin)
+		id, err := GatewayImage(ctx, g.cli, g.bin)
 		imgc <- imageResult{id, err}
 	}()
-	upstream := g.spec.Upstream
+	upstream = g.spec.Upstream
 	if upstream == "" {
 		upstream = "bridge"
 	}
-	if _, err := cli.NetworkInspect(ctx, upstream, network.InspectOptions{}); err != nil {
+	if _, err := g.cli.NetworkInspect(ctx, upstream, network.InspectOptions{}); err != nil {
 		<-imgc
 		if cerrdefs.IsNotFound(err) {
-			return &launch.UsageError{Msg: fmt.Sprintf("the egress network %q does not exist", upstream), Hint: "give an existing network with --egress-network (docker network ls)"}
+			return "", "", &launch.UsageError{Msg: fmt.Sprintf("the egress network %q does not exist", upstream), Hint: "give an existing network with --egress-network (docker network ls)"}
 		}
-		return fmt.Errorf("cannot inspect the egress network %q: %s", upstream, oneLine(err))
+		return "", "", fmt.Errorf("cannot inspect the egress network %q: %s", upstream, oneLine(err))
 	}
-	img := <-imgc
-	if img.err != nil {
-		return img.err
-	}
+	r := <-imgc
+	return r.id, upstream, r.err
+}
+
+// launch creates and starts the gateway's container and waits for its
+// ready line. On error the container is gone.
+func (g *Gateway) launch(ctx context.Context, img, upstream string) error {
+	started := false
+	defer func() {
+		if !started {
+			close(g.events)
+		}
+	}()
 	labels := Self().Labels()
 	labels[LabelEgress] = "1"
 	labels[LabelSession] = g.spec.Session
 	labels[LabelName] = g.spec.Name
 	name := "mcpcage-" + strings.ToLower(g.spec.Name) + "-" + randomHex(3) + "-egress"
-	cfg, hc := gatewayConfig(img.id, upstream, labels, g.pipes, append([]string{"--pipes", gatewayPipes}, g.spec.Policy.Args()...))
-	c, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+	cfg, hc := gatewayConfig(img, upstream, labels, g.pipes, append([]string{"--pipes", gatewayPipes}, g.spec.Policy.Args()...))
+	c, err := g.cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
 	if err != nil {
 		return fmt.Errorf("cannot create the egress gateway: %s", oneLine(err))
 	}
@@ -318,7 +390,7 @@ func (g *Gateway) Start(ctx context.Context, cli *client.Client) error {
 	if err != nil {
 		return fail(err)
 	}
-	if err := cli.ContainerStart(ctx, g.id, container.StartOptions{}); err != nil {
+	if err := g.cli.ContainerStart(ctx, g.id, container.StartOptions{}); err != nil {
 		g.hijack.Close()
 		return fail(fmt.Errorf("cannot start the egress gateway: %s", oneLine(err)))
 	}
@@ -449,6 +521,11 @@ func (g *Gateway) readEvents(r io.Reader, ready chan<- string, events func(egres
 // after the cage is gone. Safe to call more than once.
 func (g *Gateway) Stop(ctx context.Context) error {
 	g.stopped.Do(func() {
+		if g.launched != nil {
+			<-g.launched
+		} else {
+			close(g.events) // never launched: no event stream
+		}
 		g.stopErr = g.stopContainer(ctx)
 		g.removePipes()
 	})

@@ -2,8 +2,11 @@ package cage
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -12,6 +15,9 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 
 	"github.com/mcpcage/mcpcage/internal/cage/cagetest"
@@ -77,7 +83,12 @@ func cagedBehindGateway(t *testing.T, cli *client.Client, _ string, in *cagetest
 	if err := gw.Start(ctx, cli); err != nil {
 		t.Fatal(err)
 	}
-	return probeBehind(t, cli, in, gw, session), gw, ev, session
+	p := probeBehind(t, cli, in, gw, session)
+	gw.Launch(ctx)
+	if err := gw.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return p, gw, ev, session
 }
 
 // probeBehind starts the probe behind gw (Gateway.Cage: the shim in front of
@@ -258,5 +269,76 @@ func TestEgressRefusesPrivateAddresses(t *testing.T) {
 	line := EgressRefusal("srv", got[0])
 	if !strings.Contains(line, "api.allowed.test:443") || !strings.HasSuffix(line, "allow it with --allow-private-addresses") {
 		t.Errorf("refusal line: %s", line)
+	}
+}
+
+// The gateway image's tag comes from the binary's Go build ID (a hash of
+// its content, read without hashing 17 MB at each start): the same as `go
+// tool buildid` reads, another build another tag, and a file with no build
+// ID hashed whole.
+func TestGatewayRefFromBuildID(t *testing.T) {
+	bin, err := cagetest.StaticMcpcage(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := gatewayRef(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "tool", "buildid", bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("go-buildid:" + strings.TrimSpace(string(out))))
+	if want := "mcpcage/egress:" + hex.EncodeToString(sum[:])[:16]; ref != want {
+		t.Fatalf("ref %s, want %s (from go tool buildid)", ref, want)
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	if err := os.WriteFile(other, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	oref, err := gatewayRef(other)
+	sum = sha256.Sum256([]byte("#!/bin/sh\n"))
+	if err != nil || oref != "mcpcage/egress:"+hex.EncodeToString(sum[:])[:16] {
+		t.Fatalf("a file with no build ID: %s, %v", oref, err)
+	}
+}
+
+// A gateway whose container cannot start (here: its upstream network went
+// away after the checks) says so in Wait, and Stop leaves nothing: not the
+// container, not the pipes. (Up then stops the cage and says why.)
+func TestGatewayLaunchFails(t *testing.T) {
+	cli, _ := dockerAndProbe(t)
+	staticGateway(t)
+	ctx := context.Background()
+	gone, err := cli.NetworkCreate(ctx, "mcpcage-test-gone-"+randomHex(4), network.CreateOptions{Internal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, _ := egress.ParsePolicy([]string{"api.allowed.test"}, false)
+	gw, err := NewGateway(EgressSpec{Policy: pol, Upstream: gone.ID, Session: NewSession(), Name: "gone", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.Start(ctx, cli); err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.NetworkRemove(ctx, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	gw.Launch(ctx)
+	if err := gw.Wait(); err == nil || !strings.Contains(err.Error(), "egress gateway") {
+		t.Fatalf("Wait: %v, want the gateway's failure", err)
+	}
+	pipes := gw.pipes
+	if err := gw.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(pipes); !os.IsNotExist(err) {
+		t.Errorf("left behind: %s (%v)", pipes, err)
+	}
+	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelSession+"="+gw.spec.Session))})
+	if err != nil || len(cs) != 0 {
+		t.Errorf("left behind: %d containers (%v)", len(cs), err)
 	}
 }

@@ -107,7 +107,7 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 		log = io.Discard
 	}
 	var gw *Gateway
-	var gwc chan error // the gateway's start, beside the install and the cage's
+	var gwc chan error // the gateway's checks, beside the install
 	fail := func(err error, hint string, args ...any) (*Started, error) {
 		if gwc != nil {
 			<-gwc
@@ -135,9 +135,9 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 	}
 	session := NewSession()
 	if p.Egress != nil {
-		// The pipes now; the container needs nothing of the image, the
-		// install, HOME or the cage (whose shim waits for it), so it
-		// starts meanwhile.
+		// The pipes now; the gateway needs nothing of the image, the
+		// install, HOME or the cage (whose shim waits for it), so it is
+		// checked meanwhile, and its container starts once the cage has.
 		gw, err = NewGateway(EgressSpec{
 			Policy: *p.Egress, Upstream: p.EgressNetwork, Name: p.Name, Session: session,
 			Dir: p.StateDir, Events: p.EgressEvents, Log: p.Log,
@@ -253,20 +253,28 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 		spec.Egress = gw.Cage()
 		spec.Env = append(spec.Env, gw.Env()...)
 	}
-	cg, err := Start(ctx, cli, spec)
 	if gwc != nil {
 		gerr := <-gwc
 		gwc = nil
 		if gerr != nil {
-			if cg != nil {
-				_ = cg.Stop(ctx)
-			}
 			var ue *launch.UsageError
 			if errors.As(gerr, &ue) && ue.Hint != "" {
 				return fail(errors.New(ue.Msg), "%s", ue.Hint)
 			}
 			return fail(gerr, "")
 		}
+	}
+	cg, err := Start(ctx, cli, spec)
+	if err == nil && gw != nil {
+		gw.Launch(ctx)
+		// A gateway that cannot start ends the session: its server would
+		// fail each call without a word.
+		go func() {
+			if err := gw.Wait(); err != nil {
+				untrusted.Fprintf(log, "mcpcage: error: the egress gateway did not start (%v); stopping %q\n", err, p.Name)
+				_ = cg.Stop(context.WithoutCancel(ctx))
+			}
+		}()
 	}
 	if err != nil {
 		var ae *AccessError
