@@ -39,6 +39,7 @@ func OpenGatewayPipes(dir string) (io.ReadWriteCloser, error) {
 		r.Close()
 		return nil, err
 	}
+	widen(r, w)
 	return pipePair{r, w}, nil
 }
 
@@ -54,5 +55,6 @@ func OpenShimPipes(dir string) (io.ReadWriteCloser, error) {
 		w.Close()
 		return nil, err
 	}
+	widen(r, w)
 	return pipePair{r, w}, nil
 }

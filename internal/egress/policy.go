@@ -2,11 +2,12 @@
 // gateway that lets the server reach exactly the host names it was allowed,
 // and reports every connection attempt.
 //
-// Contract. The gateway is the only peer of the cage (an internal network
-// whose bridge has no address on the host). It answers the cage's DNS: an
-// allowed name resolves to the gateway's own address, every other name is
-// NXDOMAIN. Every TCP connection the cage makes ends at the gateway, which
-// decides by name, in this order:
+// Contract. The cage has no network; its only way out is the shim in it
+// (Shim, on the cage's loopback address), which carries each connection to
+// the gateway over a session of streams (mux.go) and decides nothing. The
+// gateway answers the cage's DNS: an allowed name resolves to the shim's
+// address, every other name is NXDOMAIN. Every TCP connection the cage makes
+// ends at the gateway, which decides by name, in this order:
 //
 //   - an HTTP proxy request (CONNECT host:port, or an absolute-form
 //     request): the host and port it names (servers that honour HTTPS_PROXY);
