@@ -30,31 +30,35 @@ func MakePipes(dir string) error {
 // OpenGatewayPipes opens dir's pipes as the gateway: PipeUp to read, then
 // PipeDown to write. Each open waits for the shim's.
 func OpenGatewayPipes(dir string) (io.ReadWriteCloser, error) {
-	r, err := os.OpenFile(filepath.Join(dir, PipeUp), os.O_RDONLY, 0)
+	up, down, err := openPipes(dir, os.O_RDONLY, os.O_WRONLY)
 	if err != nil {
 		return nil, err
 	}
-	w, err := os.OpenFile(filepath.Join(dir, PipeDown), os.O_WRONLY, 0)
-	if err != nil {
-		r.Close()
-		return nil, err
-	}
-	widen(r, w)
-	return pipePair{r, w}, nil
+	return pipePair{r: up, w: down}, nil
 }
 
 // OpenShimPipes opens dir's pipes as the shim, in the same order as the
 // gateway: PipeUp to write, then PipeDown to read.
 func OpenShimPipes(dir string) (io.ReadWriteCloser, error) {
-	w, err := os.OpenFile(filepath.Join(dir, PipeUp), os.O_WRONLY, 0)
+	up, down, err := openPipes(dir, os.O_WRONLY, os.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}
-	r, err := os.OpenFile(filepath.Join(dir, PipeDown), os.O_RDONLY, 0)
+	return pipePair{r: down, w: up}, nil
+}
+
+// openPipes opens PipeUp, then PipeDown (both ends open them in this order,
+// so neither waits for the other forever), and widens them.
+func openPipes(dir string, upFlag, downFlag int) (up, down *os.File, err error) {
+	up, err = os.OpenFile(filepath.Join(dir, PipeUp), upFlag, 0)
 	if err != nil {
-		w.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	widen(r, w)
-	return pipePair{r, w}, nil
+	down, err = os.OpenFile(filepath.Join(dir, PipeDown), downFlag, 0)
+	if err != nil {
+		up.Close()
+		return nil, nil, err
+	}
+	widen(up, down)
+	return up, down, nil
 }
