@@ -270,7 +270,7 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 		// A gateway that cannot start ends the session: its server would
 		// fail each call without a word.
 		go func() {
-			if err := gw.Wait(); err != nil {
+			if err := gw.Wait(); err != nil && ctx.Err() == nil {
 				untrusted.Fprintf(log, "mcpcage: error: the egress gateway did not start (%v); stopping %q\n", err, p.Name)
 				_ = cg.Stop(context.WithoutCancel(ctx))
 			}
