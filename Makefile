@@ -43,7 +43,7 @@ GREMLINS    ?= github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
 
 # The packages that start goroutines of their own run under the race detector
 # (and only so, to keep CI's time: every package is tested once).
-RACE_PKGS := $(wildcard internal/proxy internal/audit internal/cage internal/guard)
+RACE_PKGS := $(wildcard internal/proxy internal/audit internal/cage internal/guard internal/egress)
 MODULE    := github.com/mcpcage/mcpcage
 
 .PHONY: setup demo build install npm release cross images test unit race fuzz-short fuzz fuzz-weekly bench bench-egress bench-scan compat vet lint staticcheck actionlint mutation
