@@ -120,6 +120,15 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 		}
 		return nil, &UpError{Err: err, Hint: hint}
 	}
+	// A gateway's usage error (a missing network, a binary that is not
+	// static) carries what to do.
+	failGateway := func(err error) (*Started, error) {
+		var ue *launch.UsageError
+		if errors.As(err, &ue) && ue.Hint != "" {
+			return fail(errors.New(ue.Msg), "%s", ue.Hint)
+		}
+		return fail(err, "")
+	}
 	cli, err := Connect(ctx)
 	if err != nil {
 		return fail(err, "%s", ConnectHint(err))
@@ -143,11 +152,7 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 			Dir: p.StateDir, Events: p.EgressEvents, Log: p.Log,
 		})
 		if err != nil {
-			var ue *launch.UsageError
-			if errors.As(err, &ue) && ue.Hint != "" {
-				return fail(errors.New(ue.Msg), "%s", ue.Hint)
-			}
-			return fail(err, "")
+			return failGateway(err)
 		}
 		gwc = make(chan error, 1)
 		go func() { gwc <- gw.Start(ctx, cli) }()
@@ -257,11 +262,7 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 		gerr := <-gwc
 		gwc = nil
 		if gerr != nil {
-			var ue *launch.UsageError
-			if errors.As(gerr, &ue) && ue.Hint != "" {
-				return fail(errors.New(ue.Msg), "%s", ue.Hint)
-			}
-			return fail(gerr, "")
+			return failGateway(gerr)
 		}
 	}
 	cg, err := Start(ctx, cli, spec)
