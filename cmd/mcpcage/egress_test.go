@@ -211,3 +211,32 @@ func TestInspectNamesHostsTried(t *testing.T) {
 		t.Errorf("protect --inspect left %d containers and %d networks", n, m)
 	}
 }
+
+// An --egress-network that does not exist stops the start before the cage
+// does, in one error line and one line of what to do, and leaves nothing:
+// no container, no pipes.
+func TestRunEgressNetworkMissing(t *testing.T) {
+	cli := probeEngine(t)
+	gatewayPath, err := cagetest.StaticMcpcage(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := stateDir(t)
+	cmd := exec.Command("mcpcage", "run", "--allow-host", "api.allowed.test", "--egress-network", "mcpcage-test-no-such-network", "--image", cagetest.ProbeImage)
+	cmd.Env = testEnv(dir, cage.EnvGatewayBinary+"="+gatewayPath)
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("started with a missing egress network:\n%s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `the egress network "mcpcage-test-no-such-network" does not exist`) || !strings.Contains(lines[1], "--egress-network") {
+		t.Errorf("want the error and what to do, two lines:\n%s", out)
+	}
+	if c, _ := ownedBy(t, cli, cmd.Process.Pid); c != 0 {
+		t.Errorf("left %d containers", c)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "mcpcage", "egress", "pipes-*")); len(m) != 0 {
+		t.Errorf("left %v", m)
+	}
+}
