@@ -26,6 +26,8 @@ type normText struct {
 	// of the special characters outside ASCII. Plain text, most of what
 	// servers send, skips the raw checks.
 	special, lookalike bool
+
+	ascii asciiIndex // where norm (and lower) has bytes outside ASCII
 }
 
 // rawSeg maps the bytes of norm from at up to the next segment's at. A run
@@ -122,6 +124,7 @@ func normalize(s string, nt *normText, ident bool) {
 	}
 	b, lb := nt.norm[:0], nt.lower[:0]
 	segs := nt.segs[:0]
+	wide, wideAll := nt.ascii.wide[:0], true
 	emit := func(c byte, i, j int) {
 		if (c == ' ' || c == '\n') && len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\n') {
 			// A run of whitespace reads as one separator: a newline if it
@@ -142,6 +145,13 @@ func normalize(s string, nt *normText, ident bool) {
 		}
 		if n := len(segs); n == 0 || segs[n-1].run || segs[n-1].start != int32(i) || segs[n-1].end != int32(j) {
 			segs = append(segs, rawSeg{at: int32(len(b)), start: int32(i), end: int32(j)})
+		}
+		if c >= utf8.RuneSelf {
+			if len(wide) < maxWide {
+				wide = append(wide, int32(len(b)))
+			} else {
+				wideAll = false
+			}
 		}
 		b = append(b, c)
 		if c >= 'A' && c <= 'Z' {
@@ -275,6 +285,31 @@ func normalize(s string, nt *normText, ident bool) {
 	nt.norm, nt.lower = b, lb
 	nt.segs = segs
 	nt.special, nt.lookalike = special, lookalike
+	nt.ascii = asciiIndex{wide: wide, known: wideAll}
+}
+
+// maxWide bounds asciiIndex.wide: a text with more bytes outside ASCII is
+// counted out byte by byte, as before the index.
+const maxWide = 1 << 12
+
+// asciiIndex says where the bytes outside ASCII of a normalized text are,
+// for counting characters out around literal hits (backChars,
+// forwardChars): with known, wide holds every offset of such a byte, in
+// order; without, nothing is known (too many) and the text itself is read.
+type asciiIndex struct {
+	wide  []int32
+	known bool
+}
+
+// only reports whether s[lo:hi] holds only ASCII (s is the text x indexes,
+// or another with the same bytes outside ASCII at the same offsets).
+func (x *asciiIndex) only(s []byte, lo, hi int) bool {
+	if !x.known {
+		return asciiOnly(s[lo:hi])
+	}
+	w := x.wide
+	k := sort.Search(len(w), func(k int) bool { return int(w[k]) >= lo })
+	return k == len(w) || int(w[k]) >= hi
 }
 
 // copyPlain copies the run of printable ASCII and single spaces that starts

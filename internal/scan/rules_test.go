@@ -419,7 +419,7 @@ func TestVisitsAsCandidates(t *testing.T) {
 	var nt normText
 	normalize(string(prose), &nt, false)
 	rng := rand.New(rand.NewPCG(9, 10))
-	var reached []uint32 = make([]uint32, m.nstate)
+	reached := m.reachedStates()
 	all := make([]bool, set.npat)
 	for i := range all {
 		all[i] = true

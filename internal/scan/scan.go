@@ -205,7 +205,7 @@ type scanner struct {
 	str      []byte            // a JSON string being read, unquoted
 	visited  []litHit          // states with outputs a long text reached, and where (acMachine.visits)
 	more     *walkBufs         // the scratch of visits and hitsFor, made for the first long text
-	reached  []uint32          // per state: the epoch of the last text that reached it
+	reached  []uint64          // per state: the epoch of the last text that reached it, and the state's gated outputs (acMachine.reachedStates)
 	epoch    uint32
 	need     []bool // per literal set: a pattern that can run needs its hits
 	rd       *bytes.Reader

@@ -73,6 +73,7 @@ func (sc *scanner) text(s string) {
 	}
 	if windows {
 		sc.bucketHits(set.npat)
+		sc.byGate.ascii = &nt.ascii
 	}
 	for i, r := range set.text {
 		if !marks[markRule(i)] || (len(r.Also) > 0 && !marks[markAlso(i)]) || (r.In == "schema" && !inSchema(sc.pb)) || r.excepted(sc.pb) {
@@ -226,16 +227,16 @@ func inSchema(path []byte) bool {
 	return bytes.HasPrefix(path, []byte("inputSchema")) || bytes.HasPrefix(path, []byte("outputSchema"))
 }
 
-// seenState readies sc.seen for one more text: a new epoch, so that no
+// seenState readies sc.reached for one more text: a new epoch, so that no
 // state counts as reached before.
-func (sc *scanner) seenState(set *ruleSet) []uint32 {
+func (sc *scanner) seenState(set *ruleSet) []uint64 {
 	if len(sc.reached) < set.pre.nstate {
-		sc.reached = make([]uint32, set.pre.nstate)
+		sc.reached = set.pre.reachedStates()
 		sc.epoch = 0
 	}
 	sc.epoch++
 	if sc.epoch == 0 {
-		clear(sc.reached)
+		sc.reached = set.pre.reachedStates()
 		sc.epoch = 1
 	}
 	return sc.reached

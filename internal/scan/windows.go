@@ -63,6 +63,7 @@ func allMarked(marks []bool, gates []int32) bool {
 // texts the common words of one set rarely come near the rare ones of
 // another, and the regular expressions then read a fraction of the text.
 func (r *Rule) findInWindows(pi int, s []byte, g int32, gates []int32, near *hitIndex, before, after int) (int, int, bool) {
+	ax := near.ascii
 	lo, hi := -1, -1
 	flush := func() (int, int, bool) {
 		if lo < 0 {
@@ -71,8 +72,8 @@ func (r *Rule) findInWindows(pi int, s []byte, g int32, gates []int32, near *hit
 		return r.matchIn(pi, s[lo:hi], lo)
 	}
 	for _, end := range near.of(g) {
-		a := windowStart(s, backChars(s, int(end), before), r.lineStart[pi])
-		b := forwardChars(s, int(end), after)
+		a := windowStart(s, backChars(s, int(end), before, ax), r.lineStart[pi])
+		b := forwardChars(s, int(end), after, ax)
 		if !near.allWithin(gates, g, a, b) || !r.nearIn(pi, s[a:b]) {
 			continue
 		}
@@ -93,6 +94,7 @@ func (r *Rule) findInWindows(pi int, s []byte, g int32, gates []int32, near *hit
 type hitIndex struct {
 	start []int32 // start[g]..start[g+1] index ends of set g
 	ends  []int32
+	ascii *asciiIndex // of the string
 }
 
 func (x *hitIndex) of(g int32) []int32 { return x.ends[x.start[g]:x.start[g+1]] }
@@ -140,9 +142,10 @@ func (sc *scanner) bucketHits(n int) {
 	sc.fill = fill
 }
 
-// backChars returns the offset n characters before i (at most to 0).
-func backChars(s []byte, i, n int) int {
-	if j := i - n; j >= 0 && asciiOnly(s[j:i]) {
+// backChars returns the offset n characters before i (at most to 0); ax
+// says where s has bytes outside ASCII (or reads s for them).
+func backChars(s []byte, i, n int, ax *asciiIndex) int {
+	if j := i - n; j >= 0 && ax.only(s, j, i) {
 		return j // one character a byte (the loop below would say so)
 	}
 	for ; n > 0 && i > 0; n-- {
@@ -155,10 +158,10 @@ func backChars(s []byte, i, n int) int {
 }
 
 // forwardChars returns the offset n characters after i (at most len(s)).
-func forwardChars(s []byte, i, n int) int {
+func forwardChars(s []byte, i, n int, ax *asciiIndex) int {
 	// With s[i:k] and the byte at k ASCII, the loop below would step one
 	// byte a character and stop at k.
-	if k := min(i+n, len(s)); n >= 0 && asciiOnly(s[i:min(k+1, len(s))]) {
+	if k := min(i+n, len(s)); n >= 0 && ax.only(s, i, min(k+1, len(s))) {
 		return k
 	}
 	for ; n > 0 && i < len(s); n-- {

@@ -178,27 +178,60 @@ func TestRawNeedsAroundBreaks(t *testing.T) {
 }
 
 // TestCharsAsLoop: backChars and forwardChars, which take the bytes of an
-// ASCII stretch as its characters, count as the loop over the bytes does.
+// ASCII stretch as its characters, count as the loop over the bytes does,
+// reading the text or asking normalize's index of its bytes outside ASCII.
 func TestCharsAsLoop(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	for _, str := range wordTexts(3000) {
-		s := []byte(str)
-		for k := 0; k < 20; k++ {
-			i, n := rng.IntN(len(s)+1), rng.IntN(600)
-			back, fwd := i, i
-			for c := n; c > 0 && back > 0; c-- {
-				for back--; back > 0 && !utf8.RuneStart(s[back]); back-- {
+	var nt normText
+	texts := wordTexts(3000)
+	texts = append(texts, strings.Repeat("é a", maxWide+5)) // past the index's bound
+	for _, str := range texts {
+		normalize(str, &nt, false)
+		for _, c := range []struct {
+			s  []byte
+			ax *asciiIndex
+		}{{[]byte(str), &asciiIndex{}}, {nt.lower, &asciiIndex{}}, {nt.lower, &nt.ascii}} {
+			s := c.s
+			for k := 0; k < 20; k++ {
+				i, n := rng.IntN(len(s)+1), rng.IntN(600)
+				back, fwd := i, i
+				for c := n; c > 0 && back > 0; c-- {
+					for back--; back > 0 && !utf8.RuneStart(s[back]); back-- {
+					}
+				}
+				for c := n; c > 0 && fwd < len(s); c-- {
+					for fwd++; fwd < len(s) && !utf8.RuneStart(s[fwd]); fwd++ {
+					}
+				}
+				if got := backChars(s, i, n, c.ax); got != back {
+					t.Fatalf("backChars(%q, %d, %d) = %d, want %d", s, i, n, got, back)
+				}
+				if got := forwardChars(s, i, n, c.ax); got != fwd {
+					t.Fatalf("forwardChars(%q, %d, %d) = %d, want %d", s, i, n, got, fwd)
 				}
 			}
-			for c := n; c > 0 && fwd < len(s); c-- {
-				for fwd++; fwd < len(s) && !utf8.RuneStart(s[fwd]); fwd++ {
+		}
+	}
+}
+
+// TestASCIIIndex: normalize's index of the bytes outside ASCII of the
+// normalized text holds every one of them, in order, in both modes, or
+// says it does not know (past maxWide of them, and only then).
+func TestASCIIIndex(t *testing.T) {
+	var nt normText
+	texts := wordTexts(3000)
+	texts = append(texts, strings.Repeat("é", maxWide/2), strings.Repeat("é", maxWide/2+1), strings.Repeat("ﬁ—", maxWide))
+	for _, s := range texts {
+		for _, ident := range []bool{false, true} {
+			normalize(s, &nt, ident)
+			var want []int32
+			for k, c := range nt.norm {
+				if c >= utf8.RuneSelf {
+					want = append(want, int32(k))
 				}
 			}
-			if got := backChars(s, i, n); got != back {
-				t.Fatalf("backChars(%q, %d, %d) = %d, want %d", s, i, n, got, back)
-			}
-			if got := forwardChars(s, i, n); got != fwd {
-				t.Fatalf("forwardChars(%q, %d, %d) = %d, want %d", s, i, n, got, fwd)
+			if nt.ascii.known != (len(want) <= maxWide) || nt.ascii.known && !slices.Equal(nt.ascii.wide, want) {
+				t.Fatalf("normalize(%q, ident %v): index %v %v, want %v", s, ident, nt.ascii.known, nt.ascii.wide, want)
 			}
 		}
 	}
