@@ -207,7 +207,7 @@ type scanner struct {
 	more     *walkBufs         // the scratch of visits and hitsFor, made for the first long text
 	reached  []uint64          // per state: the epoch of the last text that reached it, and the state's gated outputs (acMachine.reachedStates)
 	epoch    uint32
-	need     []bool // per literal set: a pattern that can run needs its hits
+	need     []bool        // per literal set: a pattern that can run needs its hits
 	rd       *bytes.Buffer // the message walkJSON reads (the decoder reads it in place)
 }
 
