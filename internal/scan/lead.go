@@ -9,14 +9,16 @@ import (
 	"unicode/utf8"
 )
 
-// A large pattern (past 500 instructions, where package regexp leaves its
-// backtracker for the general matcher) that can only start with one of a
-// few strings is answered "does it match" by trying it anchored where one
-// of them starts, instead of letting the general matcher start a thread at
-// every byte of the window: most of these patterns begin with a list of
-// verbs ("include", "pass", "send", ...), and a thread started on another
-// word dies within a few bytes, but the unanchored matcher carries the
-// whole list's threads along every byte it reads.
+// A pattern that can only start with one of a few strings is answered
+// "does it match" by trying it anchored where one of them starts, instead
+// of letting the matcher start at every byte of the window: most of these
+// patterns begin with a list of words ("include", "pass", "send", ...;
+// "assistant", "model", "ai", ...), and a match started on another word
+// dies within a few bytes, but past 500 instructions (where package regexp
+// leaves its backtracker for the general matcher) the unanchored matcher
+// carries the whole list's threads along every byte it reads, and below,
+// the backtracker tries every word of the list at every byte. A large
+// pattern without such a lead may have one reversed (shortcut).
 
 // bigPattern is where package regexp stops using its backtracker.
 const bigPattern = 500
@@ -26,10 +28,11 @@ const bigPattern = 500
 // of a word when word is set (the pattern begins with \b and every string
 // with a word byte).
 type leadSet struct {
-	word    bool
-	byFirst [256][]string  // strs by their first byte, upper and lower case
-	re      *regexp.Regexp // the pattern, anchored at the start of its input
-	rev     bool           // the set is of the pattern reversed (shortcut)
+	word   bool
+	first  [256]uint8     // per byte: 1 + the index in groups of the strs starting with it (upper or lower case), 0 for none
+	groups [][]string     // strs by their first byte (a byte's own [256][]string was 6 KB a pattern)
+	re     *regexp.Regexp // the pattern, anchored at the start of its input
+	rev    bool           // the set is of the pattern reversed (shortcut)
 }
 
 // maxLead bounds a lead set: more strings and most words would start one.
@@ -73,12 +76,31 @@ func newLead(re *syntax.Regexp) *leadSet {
 			return nil
 		}
 		c := s[0]
-		l.byFirst[c] = append(l.byFirst[c], s)
-		if c >= 'a' && c <= 'z' {
-			l.byFirst[c-'a'+'A'] = append(l.byFirst[c-'a'+'A'], s)
+		if c >= 'A' && c <= 'Z' {
+			return nil // (the strings are lower case: never)
 		}
+		if l.first[c] == 0 {
+			if len(l.groups) == 255 {
+				return nil
+			}
+			l.groups = append(l.groups, nil)
+			l.first[c] = uint8(len(l.groups))
+			if c >= 'a' && c <= 'z' {
+				l.first[c-'a'+'A'] = l.first[c]
+			}
+		}
+		g := l.first[c] - 1
+		l.groups[g] = append(l.groups[g], s)
 	}
 	return l
+}
+
+// byFirst returns the strs that start with byte c (in upper or lower case).
+func (l *leadSet) byFirst(c byte) []string {
+	if g := l.first[c]; g > 0 {
+		return l.groups[g-1]
+	}
+	return nil
 }
 
 // leadOf returns the strings one of which starts every match of re, or nil.
@@ -197,7 +219,7 @@ func (l *leadSet) at(t []byte) bool {
 		if l.word && p > 0 && wordByte(t[p-1]) {
 			continue
 		}
-		for _, s := range l.byFirst[t[p]] {
+		for _, s := range l.byFirst(t[p]) {
 			if hasLeadAt(t[p:], s) {
 				if l.re.Match(t[p:]) {
 					return true
@@ -236,12 +258,18 @@ func (sh *shortcut) get() *leadSet {
 		if err != nil {
 			return
 		}
-		if prog, err := syntax.Compile(re.Simplify()); err != nil || len(prog.Inst) <= bigPattern {
-			return
-		}
+		// A lead set serves a pattern of any size: the backtracker, which
+		// package regexp uses for the small ones, also starts at every
+		// byte of the window and tries each alternative of a word list
+		// there (address-model's 376 bytes read 533 bytes of a 64 KiB
+		// result in a tenth of its scan).
 		if l := newLead(re); l != nil {
 			l.re = regexp.MustCompile(`\A(?:` + sh.src + `)`)
 			sh.l = l
+			return
+		}
+		// The reversed text is a copy: only for large patterns.
+		if prog, err := syntax.Compile(re.Simplify()); err != nil || len(prog.Inst) <= bigPattern {
 			return
 		}
 		rev := reversed(re)

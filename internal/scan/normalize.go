@@ -2,6 +2,7 @@ package scan
 
 import (
 	"encoding/binary"
+	"slices"
 	"sort"
 	"unicode"
 	"unicode/utf8"
@@ -16,6 +17,17 @@ type normText struct {
 	norm  []byte   // NFKC-style compatibility mapping, invisibles removed, confusables mapped, case kept
 	lower []byte   // norm with ASCII letters lowered: same byte offsets as norm
 	segs  []rawSeg // the map back to raw offsets, in norm order (rawSpan)
+
+	// What the raw checks have to look at in raw: special is a character
+	// the raw rules are about (control, invisible, bidi, tag, variation
+	// selector, private use, C1, invalid UTF-8) or a run of 12 or more
+	// spaces, newlines and tabs (padding); lookalike a letter of another
+	// script that looks like a Latin one (the mixed-script check), or any
+	// of the special characters outside ASCII. Plain text, most of what
+	// servers send, skips the raw checks.
+	special, lookalike bool
+
+	ascii asciiIndex // where norm (and lower) has bytes outside ASCII
 }
 
 // rawSeg maps the bytes of norm from at up to the next segment's at. A run
@@ -29,29 +41,6 @@ type rawSeg struct {
 	run            bool
 }
 
-// plainRun returns the end of the run of printable ASCII and single spaces
-// that goes on at j (s[j-1] is one of them), eight bytes a step while it
-// lasts: the same as testing byte by byte (the loop at the end does, from
-// where a word of eight breaks the run).
-func plainRun(s string, j int) int {
-	for j+8 <= len(s) {
-		x := load64(s, j)
-		if !printable(x) {
-			break
-		}
-		// No two spaces in a row, also across the previous byte.
-		sp := ^nonSpaces(x) & highs
-		if sp&(sp<<8) != 0 || sp&0x80 != 0 && s[j-1] == ' ' {
-			break
-		}
-		j += 8
-	}
-	for j < len(s) && plainByte(s, j) {
-		j++
-	}
-	return j
-}
-
 // plainByte reports whether s[j] goes on a run of printable ASCII and
 // single spaces.
 func plainByte(s string, j int) bool {
@@ -61,27 +50,18 @@ func plainByte(s string, j int) bool {
 // load64 reads s[i:i+8] as a little-endian word (the compiler makes it one
 // load).
 func load64(s string, i int) uint64 {
-	_ = s[i+7]
-	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+	s = s[i : i+8] // one bounds check, not eight
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
-// lowerASCII lowers the letters of b, printable ASCII only, eight bytes a
-// step: a byte from 'A' to 'Z' gets 0x20 added.
-func lowerASCII(b []byte) {
-	k := 0
-	for ; k+8 <= len(b); k += 8 {
-		x := binary.LittleEndian.Uint64(b[k:])
-		// Bytes below 0x80 do not carry: the top bit of a byte of
-		// x+(0x80-'A') is set from 'A' on, of x+(0x80-'Z'-1) past 'Z'.
-		up := (x + (0x80-'A')*ones) &^ (x + (0x80-'Z'-1)*ones) & highs
-		binary.LittleEndian.PutUint64(b[k:], x|up>>2)
-	}
-	for ; k < len(b); k++ {
-		if c := b[k]; c >= 'A' && c <= 'Z' {
-			b[k] = c + 'a' - 'A'
-		}
-	}
+// lower64 lowers the letters of eight bytes of printable ASCII: a byte
+// from 'A' to 'Z' gets 0x20 added. Bytes below 0x80 do not carry: the top
+// bit of a byte of x+(0x80-'A') is set from 'A' on, of x+(0x80-'Z'-1) past
+// 'Z'.
+func lower64(x uint64) uint64 {
+	up := (x + (0x80-'A')*ones) &^ (x + (0x80-'Z'-1)*ones) & highs
+	return x | up>>2
 }
 
 // invisible reports characters that render as nothing (or nearly nothing)
@@ -144,6 +124,7 @@ func normalize(s string, nt *normText, ident bool) {
 	}
 	b, lb := nt.norm[:0], nt.lower[:0]
 	segs := nt.segs[:0]
+	wide, wideAll := nt.ascii.wide[:0], true
 	emit := func(c byte, i, j int) {
 		if (c == ' ' || c == '\n') && len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\n') {
 			// A run of whitespace reads as one separator: a newline if it
@@ -165,6 +146,13 @@ func normalize(s string, nt *normText, ident bool) {
 		if n := len(segs); n == 0 || segs[n-1].run || segs[n-1].start != int32(i) || segs[n-1].end != int32(j) {
 			segs = append(segs, rawSeg{at: int32(len(b)), start: int32(i), end: int32(j)})
 		}
+		if c >= utf8.RuneSelf {
+			if len(wide) < maxWide {
+				wide = append(wide, int32(len(b)))
+			} else {
+				wideAll = false
+			}
+		}
 		b = append(b, c)
 		if c >= 'A' && c <= 'Z' {
 			c += 'a' - 'A'
@@ -183,22 +171,43 @@ func normalize(s string, nt *normText, ident bool) {
 		}
 	}
 	var dec []byte
+	// What the raw checks need (rawNeedsBytes reads the same byte by
+	// byte): blank is the length of the current run of spaces, newlines
+	// and tabs in s.
+	blank, special, lookalike := 0, false, false
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c > ' ' && c < 0x7f && !ident {
 			// A run of printable ASCII and single spaces, most of any
 			// text: the same as emit byte by byte, without its
-			// whitespace bookkeeping, copied as a whole.
-			j := plainRun(s, i+1)
-			k := len(lb)
+			// whitespace bookkeeping, copied and lowered as a whole. It
+			// holds nothing the raw checks look for, and no two blanks
+			// in a row.
+			k := len(b)
+			if cap(b)-k < len(s)-i || cap(lb)-k < len(s)-i {
+				b, lb = slices.Grow(b, len(s)-i), slices.Grow(lb, len(s)-i)
+			}
+			j := copyPlain(b[k:k+len(s)-i], lb[k:k+len(s)-i], s, i)
 			segs = append(segs, rawSeg{at: int32(k), start: int32(i), end: int32(j), run: true})
-			b = append(b, s[i:j]...)
-			lb = append(lb, s[i:j]...)
-			lowerASCII(lb[k:])
+			b, lb = b[:k+j-i], lb[:k+j-i]
+			blank = 0
+			if s[j-1] == ' ' {
+				blank = 1
+			}
 			i = j
 			continue
 		}
 		if c < utf8.RuneSelf {
+			if c == ' ' || c == '\n' || c == '\t' {
+				if blank++; blank >= 12 {
+					special = true // padding
+				}
+			} else {
+				blank = 0
+				if c < 0x20 || c == 0x7f {
+					special = true
+				}
+			}
 			switch {
 			case c == '\n':
 				emit(c, i, i+1)
@@ -218,22 +227,31 @@ func normalize(s string, nt *normText, ident bool) {
 			i++
 			continue
 		}
+		blank = 0
 		r, n := utf8.DecodeRuneInString(s[i:])
 		j := i + n
 		if r == utf8.RuneError && n == 1 {
+			special, lookalike = true, true
 			i = j
 			continue
 		}
 		if t, ok := tagASCII(r); ok {
+			special, lookalike = true, true // a tag character is invisible
 			emit(t, i, j)
 			i = j
 			continue
 		}
 		if invisible(r) {
+			special, lookalike = true, true
 			i = j
 			continue
 		}
+		if r < 0xa0 || privateUse(r) || r == utf8.RuneError {
+			// (r >= 0x80: a rune, not a byte)
+			special, lookalike = true, true
+		}
 		if m, ok := confusable[r]; ok {
+			lookalike = true
 			emit(byte(m), i, j)
 			i = j
 			continue
@@ -266,6 +284,70 @@ func normalize(s string, nt *normText, ident bool) {
 	}
 	nt.norm, nt.lower = b, lb
 	nt.segs = segs
+	nt.special, nt.lookalike = special, lookalike
+	nt.ascii = asciiIndex{wide: wide, known: wideAll}
+}
+
+// maxWide bounds asciiIndex.wide: a text with more bytes outside ASCII is
+// counted out byte by byte, as before the index.
+const maxWide = 1 << 12
+
+// asciiIndex says where the bytes outside ASCII of a normalized text are,
+// for counting characters out around literal hits (backChars,
+// forwardChars): with known, wide holds every offset of such a byte, in
+// order; without, nothing is known (too many) and the text itself is read.
+type asciiIndex struct {
+	wide  []int32
+	known bool
+}
+
+// only reports whether s[lo:hi] holds only ASCII (s is the text x indexes,
+// or another with the same bytes outside ASCII at the same offsets).
+func (x *asciiIndex) only(s []byte, lo, hi int) bool {
+	if !x.known {
+		return asciiOnly(s[lo:hi])
+	}
+	w := x.wide
+	k := sort.Search(len(w), func(k int) bool { return int(w[k]) >= lo })
+	return k == len(w) || int(w[k]) >= hi
+}
+
+// copyPlain copies the run of printable ASCII and single spaces that starts
+// at s[i] (a printable byte, not a space) into dst, and lowered into ldst
+// (both at least len(s)-i long), eight bytes a step while it lasts, and
+// returns where the run ends: the same as testing (plainByte) and copying
+// byte by byte (TestWordPassesAsBytes).
+func copyPlain(dst, ldst []byte, s string, i int) int {
+	c := s[i]
+	dst[0], ldst[0] = c, lowerByte(c)
+	n, j := 1, i+1
+	for j+8 <= len(s) {
+		x := load64(s, j)
+		if !printable(x) {
+			break
+		}
+		// No two spaces in a row, also across the previous byte.
+		sp := ^nonSpaces(x) & highs
+		if sp&(sp<<8) != 0 || sp&0x80 != 0 && s[j-1] == ' ' {
+			break
+		}
+		// (n+8 <= j+8-i <= len(s)-i: the words fit.)
+		binary.LittleEndian.PutUint64(dst[n:], x)
+		binary.LittleEndian.PutUint64(ldst[n:], lower64(x))
+		n, j = n+8, j+8
+	}
+	for j < len(s) && plainByte(s, j) {
+		dst[n], ldst[n] = s[j], lowerByte(s[j])
+		n, j = n+1, j+1
+	}
+	return j
+}
+
+func lowerByte(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // rawSpan maps a byte span of the normalized text back to the raw text.

@@ -601,9 +601,21 @@ func (t *acTrie) addOutput(st, wi int32, outputs []int, ownNext []int32) {
 	t.ownLast[st] = wi
 }
 
+// reachedStates returns what visits keeps per state, for no text yet:
+// the epoch of the last text that reached the state (the high 32 bits,
+// 0) and the state's gated outputs (m.gated, the low 32 bits). Both are
+// read at every visit; in one word they cost one cache miss, not two.
+func (m *acMachine) reachedStates() []uint64 {
+	r := make([]uint64, m.nstate)
+	for st, g := range m.gated {
+		r[st] = uint64(uint32(g))
+	}
+	return r
+}
+
 // visits is candidates for long texts, in two steps: it sets marks as
 // candidates does, but a state's outputs only the first time the text
-// reaches it (seen[st] == epoch after), and instead of every literal hit it
+// reaches it (the epoch in seen[st] (reachedStates) is epoch after), and instead of every literal hit it
 // records where the text reached a state with outputs (litHit.gate is the
 // state). It returns how many literal hits those visits hold; hitsFor then
 // expands the visits into the hits of the literal sets that matter.
@@ -620,7 +632,7 @@ func (t *acTrie) addOutput(st, wi int32, outputs []int, ownNext []int32) {
 // joined in text order, and the marks and the count are taken from them
 // afterwards (the same as taking them step by step: a state's keywords
 // occur in the text read).
-func (m *acMachine) visits(s []byte, marks []bool, seen []uint32, epoch uint32, vs []litHit, more *walkBufs) ([]litHit, int) {
+func (m *acMachine) visits(s []byte, marks []bool, seen []uint64, epoch uint32, vs []litHit, more *walkBufs) ([]litHit, int) {
 	nc := uint32(m.ncls)
 	next, class := m.next, &m.class
 	// walk reads s[i:end] from state st, recording from from on.
@@ -707,9 +719,10 @@ func (m *acMachine) visits(s []byte, marks []bool, seen []uint32, epoch uint32, 
 	more.distinct = more.distinct[:0]
 	for _, v := range vs[start:] {
 		st := v.gate
-		total += int(m.gated[st])
-		if seen[st] != epoch {
-			seen[st] = epoch
+		x := seen[st]
+		total += int(uint32(x))
+		if uint32(x>>32) != epoch {
+			seen[st] = uint64(epoch)<<32 | uint64(uint32(x))
 			more.distinct = append(more.distinct, st)
 			for _, r := range m.outs[m.outAt[st]:m.outAt[st+1]] {
 				marks[r] = true

@@ -419,7 +419,7 @@ func TestVisitsAsCandidates(t *testing.T) {
 	var nt normText
 	normalize(string(prose), &nt, false)
 	rng := rand.New(rand.NewPCG(9, 10))
-	var reached []uint32 = make([]uint32, m.nstate)
+	reached := m.reachedStates()
 	all := make([]bool, set.npat)
 	for i := range all {
 		all[i] = true
@@ -524,5 +524,85 @@ func TestPatternCompiledOnce(t *testing.T) {
 				t.Fatalf("pattern %q compiled more than once", pats[i].src)
 			}
 		}
+	}
+}
+
+// TestWindowsAsPlain: the windows a pattern reads around the hits of its
+// rarest set, taken with window's cursors (one per pattern, hits in text
+// order), are those of counting the characters out and searching every
+// other set's hits afresh at each hit, on long texts of prose with rule
+// examples, characters outside ASCII and upper case set in at random.
+func TestWindowsAsPlain(t *testing.T) {
+	set := loadedRules()
+	var examples []string
+	for _, r := range Rules() {
+		examples = append(examples, r.Match...)
+	}
+	odd := []string{"é", "—", "о", "ﬁ", "\u200b", "ＩＧＮＯＲＥ", "\n", "  "}
+	prose := []byte(gjsonText(t, result64KiB(t)))
+	rng := rand.New(rand.NewPCG(17, 18))
+	sc := newScanner()
+	sc.more = new(walkBufs)
+	all := make([]bool, set.npat)
+	for i := range all {
+		all[i] = true
+	}
+	windows, read := 0, 0
+	for i := 0; i < 40; i++ {
+		n := 1<<10 + rng.IntN(12<<10)
+		at := rng.IntN(len(prose) - n)
+		text := string(prose[at : at+n])
+		for k := rng.IntN(30); k > 0; k-- {
+			cut := rng.IntN(len(text))
+			bit := examples[rng.IntN(len(examples))]
+			if rng.IntN(2) == 0 {
+				bit = odd[rng.IntN(len(odd))]
+			}
+			text = text[:cut] + " " + bit + " " + text[cut:]
+		}
+		if i%4 == 0 {
+			text = strings.Repeat("é", rng.IntN(maxWide)) + text // many bytes outside ASCII, or past the index
+		}
+		nt := &sc.nt
+		normalize(text, nt, false)
+		s := nt.lower
+		marks := make([]bool, set.nmarks)
+		counts := make([]int32, set.npat)
+		vs, _ := set.pre.visits(s, marks, sc.seenState(set), sc.epoch, nil, sc.more)
+		sc.hits = set.pre.hitsFor(vs, all, sc.hits[:0], counts, sc.more)
+		sc.counts = counts
+		sc.bucketHits(set.npat)
+		near := &sc.byGate
+		near.ascii = &nt.ascii
+		plain := &hitIndex{start: near.start, ends: near.ends, ascii: &asciiIndex{}}
+		for _, r := range set.text {
+			for pi := range r.patterns {
+				gates := r.gates[pi]
+				if len(gates) == 0 || !allMarked(marks, gates) {
+					continue
+				}
+				before, after := set.before, set.after
+				for _, g := range gates {
+					var cur winCursor
+					for _, end := range near.of(g) {
+						a, b, ok := r.window(pi, s, g, gates, near, before[g], after[g], int(end), &cur)
+						wa := windowStart(s, backChars(s, int(end), before[g], plain.ascii), r.lineStart[pi])
+						wb := forwardChars(s, int(end), after[g], plain.ascii)
+						wok := plain.allWithin(gates, g, wa, wb) && r.nearIn(pi, s[wa:wb])
+						if ok != wok || ok && (a != wa || b != wb) {
+							t.Fatalf("%s pattern %d, set %d, hit ending at %d: window %d,%d %v; plain %d,%d %v", r.ID, pi, g, end, a, b, ok, wa, wb, wok)
+						}
+						windows++
+						if ok {
+							read++
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d windows, %d read", windows, read)
+	if read == 0 {
+		t.Fatal("no window read: the test compares nothing")
 	}
 }

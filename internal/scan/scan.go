@@ -205,10 +205,10 @@ type scanner struct {
 	str      []byte            // a JSON string being read, unquoted
 	visited  []litHit          // states with outputs a long text reached, and where (acMachine.visits)
 	more     *walkBufs         // the scratch of visits and hitsFor, made for the first long text
-	reached  []uint32          // per state: the epoch of the last text that reached it
+	reached  []uint64          // per state: the epoch of the last text that reached it, and the state's gated outputs (acMachine.reachedStates)
 	epoch    uint32
-	need     []bool // per literal set: a pattern that can run needs its hits
-	rd       *bytes.Reader
+	need     []bool        // per literal set: a pattern that can run needs its hits
+	rd       *bytes.Buffer // the message walkJSON reads (the decoder reads it in place)
 }
 
 // scanners keeps the buffers of finished list scans: a proxy scans every
@@ -229,7 +229,7 @@ func putScanner(sc *scanner) {
 	nt := sc.nt
 	nt.raw = ""
 	if sc.rd != nil {
-		sc.rd.Reset(nil)
+		*sc.rd = bytes.Buffer{}
 	}
 	*sc = scanner{set: sc.set, order: sc.order, seen: sc.seen, marks: sc.marks, pb: sc.pb[:0],
 		hits: sc.hits[:0], counts: sc.counts, byGate: sc.byGate, fill: sc.fill[:0], leet: sc.leet[:0],

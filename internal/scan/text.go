@@ -3,8 +3,6 @@ package scan
 import (
 	"bytes"
 	"encoding/binary"
-	"math/bits"
-	"unicode/utf8"
 )
 
 // text scans one string.
@@ -21,7 +19,12 @@ func (sc *scanner) text(s string) {
 		s = s[:maxStringBytes]
 	}
 	set := sc.set
-	if special, lookalike := rawNeeds(s); special || lookalike {
+	// normalize also says what the raw checks need: it reads every byte
+	// anyway (a pass of its own was a tenth of a long text's scan). It
+	// reports nothing, so the raw checks' findings still come first.
+	nt := &sc.nt
+	normalize(s, nt, sc.ident || identLike(s))
+	if special, lookalike := nt.special, nt.lookalike; special || lookalike {
 		if special {
 			for _, r := range set.raw {
 				if a, b, ok := r.findSpanString(s); ok {
@@ -35,8 +38,6 @@ func (sc *scanner) text(s string) {
 			sc.checkMixedScript(s)
 		}
 	}
-	nt := &sc.nt
-	normalize(s, nt, sc.ident || identLike(s))
 	marks := sc.marks
 	clear(marks)
 	for _, i := range set.always {
@@ -72,6 +73,7 @@ func (sc *scanner) text(s string) {
 	}
 	if windows {
 		sc.bucketHits(set.npat)
+		sc.byGate.ascii = &nt.ascii
 	}
 	for i, r := range set.text {
 		if !marks[markRule(i)] || (len(r.Also) > 0 && !marks[markAlso(i)]) || (r.In == "schema" && !inSchema(sc.pb)) || r.excepted(sc.pb) {
@@ -179,7 +181,12 @@ func hasZeroByte(x uint64) bool { return (x-ones)&^x&highs != 0 }
 // printable reports a word of eight bytes from 0x20 to 0x7e: none below
 // 0x20 (x-0x20.. borrows into a byte's top bit only from one), none above
 // 0x7e (x+1.. sets a top bit only from 0x7f, or it was set).
-func printable(x uint64) bool { return ((x-0x20*ones)&^x|(x+ones|x))&highs == 0 }
+func printable(x uint64) bool { return unprintable(x) == 0 }
+
+// unprintable has the top bit set of the first byte of x (the lowest) that
+// is not from 0x20 to 0x7e, and maybe of bytes after it (a borrow or a
+// carry from that byte), none before it; 0 when x is printable.
+func unprintable(x uint64) uint64 { return ((x-0x20*ones)&^x | (x + ones | x)) & highs }
 
 // nonSpaces has the top bit of each byte of a printable word that is not a
 // space (x^0x20.. holds no byte past 0x5e, so adding 0x7f carries out of
@@ -220,90 +227,16 @@ func inSchema(path []byte) bool {
 	return bytes.HasPrefix(path, []byte("inputSchema")) || bytes.HasPrefix(path, []byte("outputSchema"))
 }
 
-// rawNeeds reports what the raw checks have to look at in s: special is a
-// character the raw rules are about (control, invisible, bidi, tag,
-// variation selector, private use) or a long run of blank space; lookalike
-// is a letter of another script that looks like a Latin one (the
-// mixed-script check). Plain text, most of what servers send, skips them all.
-func rawNeeds(s string) (special, lookalike bool) {
-	var r rawScan
-	for i := 0; i < len(s); {
-		if i+8 <= len(s) {
-			if x := load64(s, i); printable(x) {
-				r.word(x)
-				i += 8
-				continue
-			}
-		}
-		if i = r.char(s, i); i < 0 {
-			return true, true
-		}
-	}
-	return r.special, r.lookalike
-}
-
-// rawScan is rawNeeds' reading so far.
-type rawScan struct {
-	special, lookalike bool
-	blank              int // length of the current run of spaces and newlines (padding)
-}
-
-// char reads the character at s[i] and returns where the next one starts,
-// or -1 when both answers are known to be yes.
-func (r *rawScan) char(s string, i int) int {
-	c := s[i]
-	if c < utf8.RuneSelf {
-		if c == 0x7f || (c < 0x20 && c != '\n' && c != '\t') {
-			r.special = true
-		}
-		if c == ' ' || c == '\n' || c == '\t' {
-			if r.blank++; r.blank >= 12 {
-				r.special = true
-			}
-		} else {
-			r.blank = 0
-		}
-		return i + 1
-	}
-	r.blank = 0
-	x, n := utf8.DecodeRuneInString(s[i:])
-	if _, ok := confusable[x]; ok {
-		r.lookalike = true
-	}
-	if (x >= 0x80 && x < 0xa0) || invisible(x) || privateUse(x) || x == utf8.RuneError {
-		return -1
-	}
-	return i + n
-}
-
-// word reads eight printable ASCII bytes at once (what char would read
-// byte by byte): only their spaces matter, and only at the ends, as a run
-// inside is under 12.
-func (r *rawScan) word(x uint64) {
-	if ns := nonSpaces(x); ns == 0 {
-		r.blank += 8
-	} else {
-		r.blank += bits.TrailingZeros64(ns) / 8 // spaces before the first other byte
-		if r.blank >= 12 {
-			r.special = true
-		}
-		r.blank = bits.LeadingZeros64(ns) / 8 // spaces after the last
-	}
-	if r.blank >= 12 {
-		r.special = true
-	}
-}
-
-// seenState readies sc.seen for one more text: a new epoch, so that no
+// seenState readies sc.reached for one more text: a new epoch, so that no
 // state counts as reached before.
-func (sc *scanner) seenState(set *ruleSet) []uint32 {
+func (sc *scanner) seenState(set *ruleSet) []uint64 {
 	if len(sc.reached) < set.pre.nstate {
-		sc.reached = make([]uint32, set.pre.nstate)
+		sc.reached = set.pre.reachedStates()
 		sc.epoch = 0
 	}
 	sc.epoch++
 	if sc.epoch == 0 {
-		clear(sc.reached)
+		sc.reached = set.pre.reachedStates()
 		sc.epoch = 1
 	}
 	return sc.reached

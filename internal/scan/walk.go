@@ -13,11 +13,15 @@ import (
 // walkJSON scans every string of a JSON value; invalid JSON is scanned as far
 // as it parses, and if nothing parses, as one string.
 func (sc *scanner) walkJSON(b []byte, path string) {
+	// A bytes.Buffer, not a bytes.Reader: the decoder then parses b where
+	// it is, instead of copying it into a buffer of its own as it reads.
+	if sc.rd == nil {
+		sc.rd = new(bytes.Buffer)
+	}
+	*sc.rd = *bytes.NewBuffer(b)
 	if sc.dec == nil {
-		sc.rd = bytes.NewReader(b)
 		sc.dec = jsontext.NewDecoder(sc.rd, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	} else {
-		sc.rd.Reset(b)
 		sc.dec.Reset(sc.rd, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	}
 	sc.pb = append(sc.pb[:0], path...)

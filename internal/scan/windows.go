@@ -70,10 +70,10 @@ func (r *Rule) findInWindows(pi int, s []byte, g int32, gates []int32, near *hit
 		}
 		return r.matchIn(pi, s[lo:hi], lo)
 	}
+	var cur winCursor
 	for _, end := range near.of(g) {
-		a := windowStart(s, backChars(s, int(end), before), r.lineStart[pi])
-		b := forwardChars(s, int(end), after)
-		if !near.allWithin(gates, g, a, b) || !r.nearIn(pi, s[a:b]) {
+		a, b, ok := r.window(pi, s, g, gates, near, before, after, int(end), &cur)
+		if !ok {
 			continue
 		}
 		if lo >= 0 && a <= hi {
@@ -88,11 +88,89 @@ func (r *Rule) findInWindows(pi int, s []byte, g int32, gates []int32, near *hit
 	return flush()
 }
 
+// window returns the window of pattern pi around a hit of set g ending at
+// end, s[a:b], and whether to read it: every other set of gates has a hit
+// ending inside it, and it holds a character of each punctuation set. It
+// is windowStart(backChars), forwardChars and allWithin, asked of the hits
+// of one set in text order (TestWindowsAsPlain), with cur carrying where
+// the last hit's answers were found: the windows' ends and starts only move
+// forward with the hits (a start that moves back is searched for again),
+// so the bytes outside ASCII and the other sets' hits are each passed once
+// per pattern, not searched for at every hit (which was a tenth of a
+// 64 KiB result's scan).
+func (r *Rule) window(pi int, s []byte, g int32, gates []int32, near *hitIndex, before, after, end int, cur *winCursor) (int, int, bool) {
+	ax := near.ascii
+	var a, b int
+	k := min(end+after, len(s))
+	if ax.known && end >= before {
+		// No byte outside ASCII from end-before up to k (and the byte at
+		// k): both counts are a character a byte.
+		w := ax.wide
+		cur.wide = firstPast(w, cur.wide, end-before-1)
+		if cur.wide == len(w) || int(w[cur.wide]) >= min(k+1, len(s)) {
+			a, b = end-before, k
+		} else {
+			a, b = backChars(s, end, before, ax), forwardChars(s, end, after, ax)
+		}
+	} else {
+		a, b = backChars(s, end, before, ax), forwardChars(s, end, after, ax)
+	}
+	a = windowStart(s, a, r.lineStart[pi])
+	if len(gates) > len(cur.hit) {
+		if !near.allWithin(gates, g, a, b) {
+			return 0, 0, false
+		}
+	} else {
+		for i, k := range gates {
+			if k == g {
+				continue
+			}
+			// The first hit of set k ending past a: it ends inside the
+			// window, or none does.
+			ends := near.of(k)
+			c := firstPast(ends, cur.hit[i], a)
+			cur.hit[i] = c
+			if c == len(ends) || int(ends[c]) > b {
+				return 0, 0, false
+			}
+		}
+	}
+	if !r.nearIn(pi, s[a:b]) {
+		return 0, 0, false
+	}
+	return a, b, true
+}
+
+// firstPast returns the index of the first of xs (in increasing order)
+// past a, looking from c on: a few steps, then a binary search of the rest.
+// A c past that index (a moved back) searches all of xs again.
+func firstPast(xs []int32, c, a int) int {
+	if c > len(xs) || c > 0 && int(xs[c-1]) > a {
+		c = 0
+	}
+	for n := 0; c < len(xs) && int(xs[c]) <= a; n++ {
+		if n == 4 {
+			return c + sort.Search(len(xs)-c, func(j int) bool { return int(xs[c+j]) > a })
+		}
+		c++
+	}
+	return c
+}
+
+// winCursor is what window keeps from one hit to the next: the first byte
+// outside ASCII at or past the last window's reach back, and per set of the
+// pattern (up to eight) the first hit past the last window's start.
+type winCursor struct {
+	wide int
+	hit  [8]int
+}
+
 // hitIndex holds the literal hits of one string grouped by literal set, in
 // text order within each set.
 type hitIndex struct {
 	start []int32 // start[g]..start[g+1] index ends of set g
 	ends  []int32
+	ascii *asciiIndex // of the string
 }
 
 func (x *hitIndex) of(g int32) []int32 { return x.ends[x.start[g]:x.start[g+1]] }
@@ -140,12 +218,21 @@ func (sc *scanner) bucketHits(n int) {
 	sc.fill = fill
 }
 
-// backChars returns the offset n characters before i (at most to 0).
-func backChars(s []byte, i, n int) int {
-	if j := i - n; j >= 0 && asciiOnly(s[j:i]) {
+// backChars returns the offset n characters before i (at most to 0); ax
+// says where s has bytes outside ASCII (or reads s for them).
+func backChars(s []byte, i, n int, ax *asciiIndex) int {
+	if j := i - n; j >= 0 && ax.only(s, j, i) {
 		return j // one character a byte (the loop below would say so)
 	}
 	for ; n > 0 && i > 0; n-- {
+		// Eight ASCII bytes before i are eight characters (eight steps
+		// below), near a character outside ASCII too.
+		for n >= 8 && i >= 8 && binary.LittleEndian.Uint64(s[i-8:])&highs == 0 {
+			i, n = i-8, n-8
+		}
+		if n == 0 || i == 0 {
+			break
+		}
 		i--
 		for i > 0 && s[i]&0xC0 == 0x80 {
 			i--
@@ -155,13 +242,21 @@ func backChars(s []byte, i, n int) int {
 }
 
 // forwardChars returns the offset n characters after i (at most len(s)).
-func forwardChars(s []byte, i, n int) int {
+func forwardChars(s []byte, i, n int, ax *asciiIndex) int {
 	// With s[i:k] and the byte at k ASCII, the loop below would step one
 	// byte a character and stop at k.
-	if k := min(i+n, len(s)); n >= 0 && asciiOnly(s[i:min(k+1, len(s))]) {
+	if k := min(i+n, len(s)); n >= 0 && ax.only(s, i, min(k+1, len(s))) {
 		return k
 	}
 	for ; n > 0 && i < len(s); n-- {
+		// Eight ASCII bytes after i are eight characters (eight steps
+		// below).
+		for n >= 8 && i+9 <= len(s) && binary.LittleEndian.Uint64(s[i+1:])&highs == 0 {
+			i, n = i+8, n-8
+		}
+		if n == 0 {
+			break
+		}
 		i++
 		for i < len(s) && s[i]&0xC0 == 0x80 {
 			i++

@@ -52,37 +52,25 @@ func wordTexts(n int) []string {
 // TestWordPassesAsBytes: every pass that reads eight bytes at a time says
 // what reading byte by byte says, at every offset of every text.
 func TestWordPassesAsBytes(t *testing.T) {
+	var nt normText
 	b64Run := regexp.MustCompile(`[A-Za-z0-9+/=_-]{24,}`)
 	for _, s := range wordTexts(6000) {
-		var r rawScan
-		for i := 0; i < len(s); {
-			if i = r.char(s, i); i < 0 {
-				r.special, r.lookalike = true, true
-				break
+		rawNeedsAsBytes(t, &nt, s)
+		// copyPlain, at every byte that starts a run: where the run
+		// ends, and its bytes as they are and lowered.
+		dst, ldst := make([]byte, len(s)), make([]byte, len(s))
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c <= ' ' || c >= 0x7f {
+				continue
 			}
-		}
-		if gs, gl := rawNeeds(s); gs != r.special || gl != r.lookalike {
-			t.Fatalf("rawNeeds(%q) = %v, %v; byte by byte %v, %v", s, gs, gl, r.special, r.lookalike)
-		}
-		for j := 1; j < len(s); j++ {
-			want := j
+			want := i + 1
 			for want < len(s) && plainByte(s, want) {
 				want++
 			}
-			if got := plainRun(s, j); got != want {
-				t.Fatalf("plainRun(%q, %d) = %d, want %d", s, j, got, want)
+			got := copyPlain(dst[:len(s)-i], ldst[:len(s)-i], s, i)
+			if got != want || string(dst[:got-i]) != s[i:want] || string(ldst[:got-i]) != asciiLower(s[i:want]) {
+				t.Fatalf("copyPlain(%q, %d) = %d, %q, %q; want %d", s, i, got, dst[:got-i], ldst[:got-i], want)
 			}
-		}
-		// lowerASCII is for printable ASCII, what normalize gives it.
-		low := bytes.Map(func(r rune) rune {
-			if r < ' ' || r > '~' {
-				return -1
-			}
-			return r
-		}, []byte(s))
-		want := asciiLower(string(low))
-		if lowerASCII(low); string(low) != want {
-			t.Fatalf("lowerASCII(%q) = %q", want, low)
 		}
 		lb := bytes.ToLower([]byte(s))
 		leet := false
@@ -105,28 +93,145 @@ func TestWordPassesAsBytes(t *testing.T) {
 	}
 }
 
+// rawNeedsBytes is what the raw checks need of s, read byte by byte (the
+// pass text made before normalize said it): special is a character the raw
+// rules are about (control, invisible, bidi, tag, variation selector,
+// private use) or a long run of blank space; lookalike is a letter of
+// another script that looks like a Latin one. normalize must say the same.
+func rawNeedsBytes(s string) (special, lookalike bool) {
+	var r rawScan
+	for i := 0; i < len(s); {
+		if i = r.char(s, i); i < 0 {
+			return true, true
+		}
+	}
+	return r.special, r.lookalike
+}
+
+// rawScan is rawNeedsBytes' reading so far.
+type rawScan struct {
+	special, lookalike bool
+	blank              int // length of the current run of spaces and newlines (padding)
+}
+
+// char reads the character at s[i] and returns where the next one starts,
+// or -1 when both answers are known to be yes.
+func (r *rawScan) char(s string, i int) int {
+	c := s[i]
+	if c < utf8.RuneSelf {
+		if c == 0x7f || (c < 0x20 && c != '\n' && c != '\t') {
+			r.special = true
+		}
+		if c == ' ' || c == '\n' || c == '\t' {
+			if r.blank++; r.blank >= 12 {
+				r.special = true
+			}
+		} else {
+			r.blank = 0
+		}
+		return i + 1
+	}
+	r.blank = 0
+	x, n := utf8.DecodeRuneInString(s[i:])
+	if _, ok := confusable[x]; ok {
+		r.lookalike = true
+	}
+	if (x >= 0x80 && x < 0xa0) || invisible(x) || privateUse(x) || x == utf8.RuneError {
+		return -1
+	}
+	return i + n
+}
+
+// rawNeedsAsBytes fails t unless normalize, in both modes, says of s what
+// the raw checks need as reading s byte by byte says.
+func rawNeedsAsBytes(t *testing.T, nt *normText, s string) {
+	t.Helper()
+	ws, wl := rawNeedsBytes(s)
+	for _, ident := range []bool{false, true} {
+		if normalize(s, nt, ident); nt.special != ws || nt.lookalike != wl {
+			t.Fatalf("normalize(%q, ident %v) says special %v, lookalike %v; byte by byte %v, %v", s, ident, nt.special, nt.lookalike, ws, wl)
+		}
+	}
+}
+
+// TestRawNeedsAroundBreaks: runs of blank space near the padding bound (12)
+// that a character normalize does not copy with a run of printable ASCII
+// breaks or continues (a newline, a tab, a control, a letter of another
+// script, an invisible one), at every offset in a word of eight, and odd
+// characters alone: normalize counts the blanks and sees the characters as
+// the byte-by-byte reading does.
+func TestRawNeedsAroundBreaks(t *testing.T) {
+	var nt normText
+	breaks := []string{"\n", "\t", "\x01", "\x7f", "é", "о", "\u200b", "\u0085", "\uE000", "\uFFFD", "\xff", "\U000E0041", "\u2028", "\u3000", "ﬁ"}
+	for lead := 0; lead < 10; lead++ {
+		for a := 0; a < 13; a++ {
+			for _, br := range breaks {
+				for b := 0; b < 13; b++ {
+					for _, tail := range []string{"", "x", "xyzxyzxyz"} {
+						s := strings.Repeat("w", lead) + strings.Repeat(" ", a) + br + strings.Repeat(" ", b) + tail
+						rawNeedsAsBytes(t, &nt, s)
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestCharsAsLoop: backChars and forwardChars, which take the bytes of an
-// ASCII stretch as its characters, count as the loop over the bytes does.
+// ASCII stretch as its characters, count as the loop over the bytes does,
+// reading the text or asking normalize's index of its bytes outside ASCII.
 func TestCharsAsLoop(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	for _, str := range wordTexts(3000) {
-		s := []byte(str)
-		for k := 0; k < 20; k++ {
-			i, n := rng.IntN(len(s)+1), rng.IntN(600)
-			back, fwd := i, i
-			for c := n; c > 0 && back > 0; c-- {
-				for back--; back > 0 && !utf8.RuneStart(s[back]); back-- {
+	var nt normText
+	texts := wordTexts(3000)
+	texts = append(texts, strings.Repeat("é a", maxWide+5)) // past the index's bound
+	for _, str := range texts {
+		normalize(str, &nt, false)
+		for _, c := range []struct {
+			s  []byte
+			ax *asciiIndex
+		}{{[]byte(str), &asciiIndex{}}, {nt.lower, &asciiIndex{}}, {nt.lower, &nt.ascii}} {
+			s := c.s
+			for k := 0; k < 20; k++ {
+				i, n := rng.IntN(len(s)+1), rng.IntN(600)
+				back, fwd := i, i
+				for c := n; c > 0 && back > 0; c-- {
+					for back--; back > 0 && !utf8.RuneStart(s[back]); back-- {
+					}
+				}
+				for c := n; c > 0 && fwd < len(s); c-- {
+					for fwd++; fwd < len(s) && !utf8.RuneStart(s[fwd]); fwd++ {
+					}
+				}
+				if got := backChars(s, i, n, c.ax); got != back {
+					t.Fatalf("backChars(%q, %d, %d) = %d, want %d", s, i, n, got, back)
+				}
+				if got := forwardChars(s, i, n, c.ax); got != fwd {
+					t.Fatalf("forwardChars(%q, %d, %d) = %d, want %d", s, i, n, got, fwd)
 				}
 			}
-			for c := n; c > 0 && fwd < len(s); c-- {
-				for fwd++; fwd < len(s) && !utf8.RuneStart(s[fwd]); fwd++ {
+		}
+	}
+}
+
+// TestASCIIIndex: normalize's index of the bytes outside ASCII of the
+// normalized text holds every one of them, in order, in both modes, or
+// says it does not know (past maxWide of them, and only then).
+func TestASCIIIndex(t *testing.T) {
+	var nt normText
+	texts := wordTexts(3000)
+	texts = append(texts, strings.Repeat("é", maxWide/2), strings.Repeat("é", maxWide/2+1), strings.Repeat("ﬁ—", maxWide))
+	for _, s := range texts {
+		for _, ident := range []bool{false, true} {
+			normalize(s, &nt, ident)
+			var want []int32
+			for k, c := range nt.norm {
+				if c >= utf8.RuneSelf {
+					want = append(want, int32(k))
 				}
 			}
-			if got := backChars(s, i, n); got != back {
-				t.Fatalf("backChars(%q, %d, %d) = %d, want %d", s, i, n, got, back)
-			}
-			if got := forwardChars(s, i, n); got != fwd {
-				t.Fatalf("forwardChars(%q, %d, %d) = %d, want %d", s, i, n, got, fwd)
+			if nt.ascii.known != (len(want) <= maxWide) || nt.ascii.known && !slices.Equal(nt.ascii.wide, want) {
+				t.Fatalf("normalize(%q, ident %v): index %v %v, want %v", s, ident, nt.ascii.known, nt.ascii.wide, want)
 			}
 		}
 	}
