@@ -297,22 +297,34 @@ func (g *Gateway) dialUpstream(host string, port int) (net.Conn, string, error) 
 	return nil, refused, fmt.Errorf("%s resolves to the private address %s (allowed only with --allow-private-addresses)", host, refused)
 }
 
-// splice copies both ways until both sides are done, counting bytes. The
-// copies are plain io.Copy between TCP connections, so the kernel moves the
-// bytes (splice(2)); Close ends them by closing both connections.
+// splice copies both ways until both sides are done, counting the bytes
+// as they are read, so a report made while a copy is cut short (Close)
+// still has them: a write to a stream whose session is shutting down may
+// say 0 for bytes the shim already passed on. Close ends the copies by
+// ending the session and closing the upstream connection.
 func splice(down, up net.Conn, sent, received *atomic.Int64) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		n, _ := io.Copy(up, down)
-		sent.Add(n)
+		_, _ = io.Copy(up, counting{down, sent})
 		closeWrite(up)
 	}()
-	n, _ := io.Copy(down, up)
-	received.Add(n)
+	_, _ = io.Copy(down, counting{up, received})
 	closeWrite(down)
 	wg.Wait()
+}
+
+// counting is a reader that adds what it reads to n.
+type counting struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c counting) Read(b []byte) (int, error) {
+	k, err := c.r.Read(b)
+	c.n.Add(int64(k))
+	return k, err
 }
 
 // tlsConn lets a TLS client connection be half-closed like a TCP one.
