@@ -63,6 +63,8 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
@@ -446,28 +448,37 @@ func (c *Cage) wait() {
 	}
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	// The engine learns of an OOM kill from a separate event that can land
-	// after the exit (more than a second later on a loaded machine, seen
-	// under the race detector): a SIGKILL exit (137) is asked about for up
-	// to 3 s before it is taken for a plain kill. Stop removes the
-	// container, which ends the asking at once.
-	for try := 0; ; try++ {
-		info, err := c.cli.ContainerInspect(ictx, c.id)
-		if err != nil || info.State == nil {
-			return
-		}
-		if info.State.OOMKilled {
-			c.oom.Store(true)
-			return
-		}
-		if c.exitCode != 137 || try == 30 {
-			return
-		}
-		select {
-		case <-ictx.Done():
-			return
-		case <-time.After(100 * time.Millisecond):
-		}
+	info, err := c.cli.ContainerInspect(ictx, c.id)
+	if err != nil || info.State == nil {
+		return
+	}
+	if info.State.OOMKilled {
+		c.oom.Store(true)
+		return
+	}
+	if c.exitCode != 137 {
+		return
+	}
+	// A SIGKILL exit (137) may still be an OOM kill the engine's state
+	// does not show: the engine sets OOMKilled only when the kernel's OOM
+	// notice reaches it before the exit does, and on a loaded machine it
+	// can come later (seen in CI under the race detector, more than 3 s
+	// late). The engine still reports the notice as an "oom" event, so
+	// that is asked for: from the container's start, for up to 3 s. Stop
+	// removes the container, whose "destroy" event ends the asking at once.
+	ectx, ecancel := context.WithTimeout(ctx, 3*time.Second)
+	defer ecancel()
+	since := info.State.StartedAt
+	if t, err := time.Parse(time.RFC3339Nano, since); err == nil {
+		since = strconv.FormatInt(t.Add(-time.Second).Unix(), 10)
+	}
+	msgs, errs := c.cli.Events(ectx, events.ListOptions{Since: since, Filters: filters.NewArgs(
+		filters.Arg("type", string(events.ContainerEventType)), filters.Arg("container", c.id),
+		filters.Arg("event", string(events.ActionOOM)), filters.Arg("event", string(events.ActionDestroy)))})
+	select {
+	case m := <-msgs:
+		c.oom.Store(m.Action == events.ActionOOM)
+	case <-errs:
 	}
 }
 
