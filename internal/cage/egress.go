@@ -124,25 +124,25 @@ func NewGateway(spec EgressSpec) (*Gateway, error) {
 		}
 		g.base = base
 	}
+	fail := func(err error) (*Gateway, error) {
+		g.removePipes()
+		return nil, err
+	}
 	// Only mcpcage's user enters base; the folder inside is open to the
 	// cage's and the gateway's users, who see it as their mount's root.
 	if g.pipes, err = os.MkdirTemp(base, "pipes-"); err != nil {
-		g.removePipes()
-		return nil, fmt.Errorf("cannot make the egress pipes' folder: %v", err)
+		return fail(fmt.Errorf("cannot make the egress pipes' folder: %v", err))
 	}
 	unlock, ok, err := tryLock(g.pipes + ".lock")
 	if err != nil || !ok {
-		g.removePipes()
-		return nil, fmt.Errorf("cannot lock the egress pipes' folder: %v", err)
+		return fail(fmt.Errorf("cannot lock the egress pipes' folder: %v", err))
 	}
 	g.unlock = unlock
 	if err := os.Chmod(g.pipes, 0o755); err != nil {
-		g.removePipes()
-		return nil, fmt.Errorf("cannot open the egress pipes' folder to the cage: %v", err)
+		return fail(fmt.Errorf("cannot open the egress pipes' folder to the cage: %v", err))
 	}
 	if err := egress.MakePipes(g.pipes); err != nil {
-		g.removePipes()
-		return nil, err
+		return fail(err)
 	}
 	return g, nil
 }
@@ -254,13 +254,11 @@ func gatewayRef(bin string) (string, error) {
 	return "mcpcage/egress:" + hex.EncodeToString(sum[:])[:16], nil
 }
 
-// GatewayImage returns the gateway image for bin, importing it on first use:
-// a tar of the one file, tagged by the binary's hash so each mcpcage build
-// gets its own and an existing one is reused.
-func GatewayImage(ctx context.Context, cli *client.Client, bin string) (string, error) {
-	if err := staticELF(bin); err != nil {
-		return "", &launch.UsageError{Msg: err.Error(), Hint: "build mcpcage with CGO_ENABLED=0 (make build), or set " + EnvGatewayBinary + " to such a build"}
-	}
+// gatewayImage returns the gateway image for bin (a static binary: NewGateway
+// checked it), importing it on first use: a tar of the one file, tagged by
+// gatewayRef so each mcpcage build gets its own and an existing one is
+// reused.
+func gatewayImage(ctx context.Context, cli *client.Client, bin string) (string, error) {
 	ref, err := gatewayRef(bin)
 	if err != nil {
 		return "", err
@@ -321,7 +319,7 @@ func (g *Gateway) Launch(ctx context.Context) {
 	g.launched = make(chan struct{})
 	go func() {
 		defer close(g.launched)
-		g.launchErr = g.launch(ctx, g.img, g.upstream)
+		g.launchErr = g.launch(ctx)
 	}()
 }
 
@@ -343,7 +341,7 @@ func (g *Gateway) check(ctx context.Context) (img, upstream string, err error) {
 	}
 	imgc := make(chan imageResult, 1)
 	go func() {
-		id, err := GatewayImage(ctx, g.cli, g.bin)
+		id, err := gatewayImage(ctx, g.cli, g.bin)
 		imgc <- imageResult{id, err}
 	}()
 	upstream = g.spec.Upstream
@@ -361,9 +359,10 @@ func (g *Gateway) check(ctx context.Context) (img, upstream string, err error) {
 	return r.id, upstream, r.err
 }
 
-// launch creates and starts the gateway's container and waits for its
-// ready line. On error the container is gone.
-func (g *Gateway) launch(ctx context.Context, img, upstream string) error {
+// launch creates and starts the gateway's container (of the image and on
+// the network Start found) and waits for its ready line. On error the
+// container is gone.
+func (g *Gateway) launch(ctx context.Context) error {
 	started := false
 	defer func() {
 		if !started {
@@ -375,7 +374,7 @@ func (g *Gateway) launch(ctx context.Context, img, upstream string) error {
 	labels[LabelSession] = g.spec.Session
 	labels[LabelName] = g.spec.Name
 	name := "mcpcage-" + strings.ToLower(g.spec.Name) + "-" + randomHex(3) + "-egress"
-	cfg, hc := gatewayConfig(img, upstream, labels, g.pipes, append([]string{"--pipes", gatewayPipes}, g.spec.Policy.Args()...))
+	cfg, hc := gatewayConfig(g.img, g.upstream, labels, g.pipes, append([]string{"--pipes", gatewayPipes}, g.spec.Policy.Args()...))
 	c, err := g.cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
 	if err != nil {
 		return fmt.Errorf("cannot create the egress gateway: %s", oneLine(err))
