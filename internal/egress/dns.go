@@ -87,20 +87,10 @@ func (g *Gateway) dnsRefused(name string) {
 // serveDNSConn answers DNS over TCP on c (a stream of the session) until
 // it ends or idles for 10 s.
 func (g *Gateway) serveDNSConn(c net.Conn) {
-	g.mu.Lock()
-	if g.closing {
-		g.mu.Unlock()
-		c.Close()
+	if !g.hold(c) {
 		return
 	}
-	g.dnsConns[c] = struct{}{}
-	g.mu.Unlock()
-	defer func() {
-		g.mu.Lock()
-		delete(g.dnsConns, c)
-		g.mu.Unlock()
-		c.Close()
-	}()
+	defer g.release(c)
 	for {
 		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 		var l [2]byte

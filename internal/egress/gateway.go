@@ -13,8 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/hashicorp/yamux"
 )
 
 // ProxyPort is where the gateway also listens for servers that honour
@@ -56,13 +54,12 @@ type Gateway struct {
 	// nil: the system's.
 	Roots *x509.CertPool
 
-	mu       sync.Mutex
-	conns    map[*tracked]struct{}
-	dnsSeen  map[string]bool
-	closing  bool
-	wg       sync.WaitGroup
-	sessions map[*yamux.Session]struct{}
-	dnsConns map[net.Conn]struct{}
+	mu      sync.Mutex
+	conns   map[*tracked]struct{}
+	dnsSeen map[string]bool
+	closing bool
+	wg      sync.WaitGroup
+	held    map[io.Closer]struct{} // sessions and DNS streams, for Close
 }
 
 // tracked is one open connection, so Close can report it.
@@ -91,8 +88,7 @@ func (g *Gateway) setup() {
 	if g.conns == nil {
 		g.conns = map[*tracked]struct{}{}
 		g.dnsSeen = map[string]bool{}
-		g.dnsConns = map[net.Conn]struct{}{}
-		g.sessions = map[*yamux.Session]struct{}{}
+		g.held = map[io.Closer]struct{}{}
 	}
 }
 
@@ -102,15 +98,12 @@ func (g *Gateway) Close() error {
 	g.mu.Lock()
 	g.setup()
 	g.closing = true
-	for s := range g.sessions {
-		s.Close()
+	for c := range g.held {
+		c.Close()
 	}
 	open := make([]*tracked, 0, len(g.conns))
 	for t := range g.conns {
 		open = append(open, t)
-	}
-	for c := range g.dnsConns {
-		c.Close()
 	}
 	g.mu.Unlock()
 	for _, t := range open {
@@ -127,6 +120,27 @@ func (g *Gateway) emit(e Event) {
 	if g.Events != nil {
 		g.Events(e)
 	}
+}
+
+// hold keeps c for Close to close; once the gateway is closing it closes c
+// and returns false instead. release undoes it and closes c.
+func (g *Gateway) hold(c io.Closer) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.setup()
+	if g.closing {
+		c.Close()
+		return false
+	}
+	g.held[c] = struct{}{}
+	return true
+}
+
+func (g *Gateway) release(c io.Closer) {
+	g.mu.Lock()
+	delete(g.held, c)
+	g.mu.Unlock()
+	c.Close()
 }
 
 func (g *Gateway) track(t *tracked) bool {

@@ -96,21 +96,10 @@ func (g *Gateway) Serve(conn io.ReadWriteCloser) error {
 		conn.Close()
 		return err
 	}
-	g.mu.Lock()
-	g.setup()
-	if g.closing {
-		g.mu.Unlock()
-		sess.Close()
+	if !g.hold(sess) {
 		return net.ErrClosed
 	}
-	g.sessions[sess] = struct{}{}
-	g.mu.Unlock()
-	defer func() {
-		g.mu.Lock()
-		delete(g.sessions, sess)
-		g.mu.Unlock()
-		sess.Close()
-	}()
+	defer g.release(sess)
 	for {
 		st, err := sess.AcceptStream()
 		if err != nil {
