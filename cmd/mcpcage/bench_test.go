@@ -194,7 +194,10 @@ const cageCalls = 300
 // docker-run); audit-fsync-p50-us is the median time of those records.
 // The fourth way is the same with the cheapest durable write any log
 // design could make instead of a record: 320 bytes written with O_DSYNC
-// over space written ahead (dsync-floor-ratio, dsync-p50-us).
+// over space written and synced ahead, so that the file's size and blocks
+// never change and the kernel writes the data alone (one device write and
+// one cache flush; an append and fsync writes the inode too):
+// dsync-floor-ratio, dsync-p50-us.
 func BenchmarkCagePerCall(b *testing.B) {
 	cb := newCageBench(b)
 	plain := cb.dockerArgs(false)
@@ -215,10 +218,6 @@ func BenchmarkCagePerCall(b *testing.B) {
 			synced = append(synced, time.Since(t0))
 		}
 	}
-	// The cheapest durable write of any log design: a record-sized pwrite
-	// with O_DSYNC into space written and synced ahead, so that the file's
-	// size and blocks never change and the kernel writes the data alone
-	// (one device write and one cache flush; append+fsync adds the inode).
 	dsync, err := os.OpenFile(filepath.Join(floorDir, "dsync"), os.O_RDWR|os.O_CREATE|unix.O_DSYNC, 0o600)
 	if err != nil {
 		b.Fatal(err)
