@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"sync"
 	"testing"
@@ -162,5 +164,39 @@ func TestAddLazy(t *testing.T) {
 	}
 	if err := <-told; err == nil {
 		t.Fatal("a failed lazy record was not told")
+	}
+}
+
+// TestAddRefusesFieldsThatAreNotOneObject: fields given as text are
+// checked when they are handed over (the commit checks only their shape),
+// and nothing of a refused record reaches the log; the records around it
+// are written and verify.
+func TestAddRefusesFieldsThatAreNotOneObject(t *testing.T) {
+	tl := newTestLog(t, nil)
+	l, err := Open(tl.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append("call", []byte(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{`{"n":`, `{"n":1}}`, `{"n":1} {"m":2}`, `{"n":"\x01"}`, `{"n":1,}`, `["n"]`, `{"n":1}` + "\n", `{`, ``} {
+		for _, fields := range []any{[]byte(bad), json.RawMessage(bad)} {
+			if seq, err := l.Add("call", fields).Wait(); err == nil {
+				t.Errorf("fields %q (%T) were written as record %d", bad, fields, seq)
+			}
+		}
+	}
+	if _, err := l.Append("call", json.RawMessage(`{"n":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if lines := readLines(t, tl.path(1)); len(lines) != 2 {
+		t.Fatalf("the log has %d records, want the 2 valid ones:\n%s", len(lines), bytes.Join(lines, nil))
+	}
+	if r := tl.verify(t); !r.OK || r.Records != 2 {
+		t.Fatalf("verify: %+v problem %v", r, r.Problem)
 	}
 }

@@ -305,6 +305,14 @@ func newPending(kind string, fields any) *Pending {
 			p.err = fmt.Errorf("audit: %w", err)
 			close(p.done)
 		}
+		return p
+	}
+	// Text from the caller is checked here, in the caller's goroutine;
+	// what json.Marshal made is valid by construction, so the commit
+	// (which the answer of a call waits for) checks only its shape.
+	if !json.Valid(p.fields) {
+		p.err = errors.New("audit: record fields must be one compact JSON object")
+		close(p.done)
 	}
 	return p
 }
