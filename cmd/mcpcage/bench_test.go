@@ -198,8 +198,14 @@ const cageCalls = 300
 // never change and the kernel writes the data alone (one device write and
 // one cache flush; an append and fsync writes the inode too):
 // dsync-floor-ratio, dsync-p50-us.
+//
+// With MCPCAGE_BENCH_BASELINE set to another mcpcage binary (say one built
+// from an earlier commit), that binary is a fifth way, so that a change is
+// measured before and after in one run: baseline-ratio over docker-run, and
+// baseline-over-mcpcage.
 func BenchmarkCagePerCall(b *testing.B) {
 	cb := newCageBench(b)
+	baseline := os.Getenv("MCPCAGE_BENCH_BASELINE")
 	plain := cb.dockerArgs(false)
 	floorDir := b.TempDir()
 	lg, err := audit.Open(audit.Options{Dir: filepath.Join(floorDir, "audit"), KeyDir: filepath.Join(floorDir, "keys")})
@@ -249,7 +255,7 @@ func BenchmarkCagePerCall(b *testing.B) {
 			dsynced = append(dsynced, time.Since(t0))
 		}
 	}
-	var tCage, tPlain, tFloor, tDsync time.Duration
+	var tCage, tPlain, tFloor, tDsync, tBase time.Duration
 	var rss int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -274,6 +280,14 @@ func BenchmarkCagePerCall(b *testing.B) {
 				tDsync += d
 			},
 		}
+		if baseline != "" {
+			runs = append(runs, func() {
+				cmd := exec.Command(baseline, "run", "--", "npx", "-y", everything)
+				cmd.Env = cb.env
+				d, _ := sequentialCalls(b, cmd, cageCalls, nil)
+				tBase += d
+			})
+		}
 		for k := range runs {
 			runs[(i+k)%len(runs)]()
 		}
@@ -289,6 +303,10 @@ func BenchmarkCagePerCall(b *testing.B) {
 	b.ReportMetric(float64(synced[len(synced)/2].Microseconds()), "audit-fsync-p50-us")
 	slices.Sort(dsynced)
 	b.ReportMetric(float64(dsynced[len(dsynced)/2].Microseconds()), "dsync-p50-us")
+	if baseline != "" {
+		b.ReportMetric(float64(tBase)/float64(tPlain), "baseline-ratio")
+		b.ReportMetric(float64(tBase)/float64(tCage), "baseline-over-mcpcage")
+	}
 	b.ReportMetric(float64(rss)/1024, "mcpcage-peak-rss-MB")
 	b.ReportMetric(0, "ns/op")
 }
