@@ -199,10 +199,17 @@ const cageCalls = 300
 // one cache flush; an append and fsync writes the inode too):
 // dsync-floor-ratio, dsync-p50-us.
 //
+// CPU time is measured over the timed calls too, per call: of the mcpcage
+// process (mcpcage-cpu-us/call), of the docker CLI that a plain docker run
+// -i has in its place (docker-cli-cpu-us/call), and of one durable record
+// in the floor ways (record-cpu-us/call, dsync-cpu-us/call: this process's
+// CPU there less its CPU as the client alone). On a machine with few cores
+// the CPU a proxy spends is taken from the engine and the server.
+//
 // With MCPCAGE_BENCH_BASELINE set to another mcpcage binary (say one built
 // from an earlier commit), that binary is a fifth way, so that a change is
-// measured before and after in one run: baseline-ratio over docker-run, and
-// baseline-over-mcpcage.
+// measured before and after in one run: baseline-ratio over docker-run,
+// baseline-over-mcpcage and baseline-cpu-us/call.
 func BenchmarkCagePerCall(b *testing.B) {
 	cb := newCageBench(b)
 	baseline := os.Getenv("MCPCAGE_BENCH_BASELINE")
@@ -255,69 +262,89 @@ func BenchmarkCagePerCall(b *testing.B) {
 			dsynced = append(dsynced, time.Since(t0))
 		}
 	}
-	var tCage, tPlain, tFloor, tDsync, tBase time.Duration
+	// The ways' totals, in the order they are run.
+	const (
+		wCage = iota
+		wPlain
+		wFloor
+		wDsync
+		wBase
+	)
+	var tot [5]callRun
 	var rss int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		add := func(w int, r callRun) {
+			tot[w].elapsed += r.elapsed
+			tot[w].cpu += r.cpu
+			tot[w].selfCPU += r.selfCPU
+		}
 		runs := []func(){
 			func() {
 				cmd := exec.Command(cb.bin, "run", "--", "npx", "-y", everything)
 				cmd.Env = cb.env
-				d, hwm := sequentialCalls(b, cmd, cageCalls, nil)
-				tCage += d
-				rss = max(rss, hwm)
+				r := sequentialCalls(b, cmd, cageCalls, nil)
+				add(wCage, r)
+				rss = max(rss, r.hwm)
 			},
-			func() {
-				d, _ := sequentialCalls(b, exec.Command("docker", plain...), cageCalls, nil)
-				tPlain += d
-			},
-			func() {
-				d, _ := sequentialCalls(b, exec.Command("docker", plain...), cageCalls, record)
-				tFloor += d
-			},
-			func() {
-				d, _ := sequentialCalls(b, exec.Command("docker", plain...), cageCalls, writeDsync)
-				tDsync += d
-			},
+			func() { add(wPlain, sequentialCalls(b, exec.Command("docker", plain...), cageCalls, nil)) },
+			func() { add(wFloor, sequentialCalls(b, exec.Command("docker", plain...), cageCalls, record)) },
+			func() { add(wDsync, sequentialCalls(b, exec.Command("docker", plain...), cageCalls, writeDsync)) },
 		}
 		if baseline != "" {
 			runs = append(runs, func() {
 				cmd := exec.Command(baseline, "run", "--", "npx", "-y", everything)
 				cmd.Env = cb.env
-				d, _ := sequentialCalls(b, cmd, cageCalls, nil)
-				tBase += d
+				add(wBase, sequentialCalls(b, cmd, cageCalls, nil))
 			})
 		}
 		for k := range runs {
 			runs[(i+k)%len(runs)]()
 		}
 	}
-	us := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N*cageCalls) }
-	b.ReportMetric(us(tCage), "mcpcage-us/call")
-	b.ReportMetric(us(tPlain), "docker-run-us/call")
-	b.ReportMetric(float64(tCage)/float64(tPlain), "per-call-ratio")
-	b.ReportMetric(us(tFloor), "floor-us/call")
-	b.ReportMetric(float64(tFloor)/float64(tPlain), "floor-ratio")
-	b.ReportMetric(float64(tDsync)/float64(tPlain), "dsync-floor-ratio")
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(b.N*cageCalls) }
+	ratio := func(w int) float64 { return float64(tot[w].elapsed) / float64(tot[wPlain].elapsed) }
+	b.ReportMetric(us(tot[wCage].elapsed), "mcpcage-us/call")
+	b.ReportMetric(us(tot[wPlain].elapsed), "docker-run-us/call")
+	b.ReportMetric(ratio(wCage), "per-call-ratio")
+	b.ReportMetric(us(tot[wFloor].elapsed), "floor-us/call")
+	b.ReportMetric(ratio(wFloor), "floor-ratio")
+	b.ReportMetric(ratio(wDsync), "dsync-floor-ratio")
 	slices.Sort(synced)
 	b.ReportMetric(float64(synced[len(synced)/2].Microseconds()), "audit-fsync-p50-us")
 	slices.Sort(dsynced)
 	b.ReportMetric(float64(dsynced[len(dsynced)/2].Microseconds()), "dsync-p50-us")
+	// CPU per call: of the mcpcage process, of the docker CLI it stands in
+	// for, and of one durable record (this process's CPU in a floor way
+	// less its CPU in the plain way, where it is only the client).
+	b.ReportMetric(us(tot[wCage].cpu), "mcpcage-cpu-us/call")
+	b.ReportMetric(us(tot[wPlain].cpu), "docker-cli-cpu-us/call")
+	b.ReportMetric(us(tot[wFloor].selfCPU-tot[wPlain].selfCPU), "record-cpu-us/call")
+	b.ReportMetric(us(tot[wDsync].selfCPU-tot[wPlain].selfCPU), "dsync-cpu-us/call")
 	if baseline != "" {
-		b.ReportMetric(float64(tBase)/float64(tPlain), "baseline-ratio")
-		b.ReportMetric(float64(tBase)/float64(tCage), "baseline-over-mcpcage")
+		b.ReportMetric(ratio(wBase), "baseline-ratio")
+		b.ReportMetric(float64(tot[wBase].elapsed)/float64(tot[wCage].elapsed), "baseline-over-mcpcage")
+		b.ReportMetric(us(tot[wBase].cpu), "baseline-cpu-us/call")
 	}
 	b.ReportMetric(float64(rss)/1024, "mcpcage-peak-rss-MB")
 	b.ReportMetric(0, "ns/op")
 }
 
+// callRun is what sequentialCalls measured over its timed calls.
+type callRun struct {
+	elapsed time.Duration
+	hwm     int64         // the process's peak resident set, KiB, read before the shutdown
+	cpu     time.Duration // CPU time of the process (mcpcage, or the docker CLI)
+	selfCPU time.Duration // CPU time of this test process: the client, and the records of a floor way
+}
+
 // sequentialCalls starts cmd, runs the MCP handshake, then times n
 // tools/calls of echo, each sent once the answer to the one before is in;
-// the handshake and the shutdown are not timed. It also returns the
-// process's peak resident set in KiB, read before the shutdown. With
-// record, each call starts a record as its request is sent and is done
-// once the wait record returned is over too.
-func sequentialCalls(b *testing.B, cmd *exec.Cmd, n int, record func() (wait func())) (time.Duration, int64) {
+// the handshake and the shutdown are not timed. With record, each call
+// starts a record as its request is sent and is done once the wait record
+// returned is over too.
+
+func sequentialCalls(b *testing.B, cmd *exec.Cmd, n int, record func() (wait func())) callRun {
 	b.Helper()
 	b.StopTimer()
 	defer b.StartTimer()
@@ -351,6 +378,7 @@ func sequentialCalls(b *testing.B, cmd *exec.Cmd, n int, record func() (wait fun
 	fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	waitFor("2")
+	cpu0, self0 := cpuTime(b, cmd.Process.Pid), cpuTime(b, os.Getpid())
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		id := strconv.Itoa(10 + i)
@@ -362,8 +390,9 @@ func sequentialCalls(b *testing.B, cmd *exec.Cmd, n int, record func() (wait fun
 		waitFor(id)
 		wait()
 	}
-	elapsed := time.Since(start)
-	hwm := vmHWM(b, cmd.Process.Pid)
+	run := callRun{elapsed: time.Since(start)}
+	run.cpu, run.selfCPU = cpuTime(b, cmd.Process.Pid)-cpu0, cpuTime(b, os.Getpid())-self0
+	run.hwm = vmHWM(b, cmd.Process.Pid)
 	in.Close()
 	go io.Copy(io.Discard, rd)
 	done := make(chan error, 1)
@@ -374,5 +403,5 @@ func sequentialCalls(b *testing.B, cmd *exec.Cmd, n int, record func() (wait fun
 		cmd.Process.Kill()
 		<-done
 	}
-	return elapsed, hwm
+	return run
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -406,4 +407,33 @@ func vmHWM(tb testing.TB, pid int) int64 {
 	}
 	tb.Fatalf("no VmHWM in /proc/%d/status", pid)
 	return 0
+}
+
+// cpuTime is the CPU time the threads of process pid have used so far: the
+// sum of the first field of /proc/PID/task/*/schedstat (nanoseconds on a
+// CPU, exact, unlike the clock ticks of /proc/PID/stat). A thread that
+// ends between two readings takes its time with it; Go's threads do not
+// end while a program runs.
+func cpuTime(tb testing.TB, pid int) time.Duration {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(tasks) == 0 {
+		tb.Fatalf("no threads of process %d in /proc: %v", pid, err)
+	}
+	var sum int64
+	for _, t := range tasks {
+		data, err := os.ReadFile(t)
+		if err != nil {
+			continue // the thread is gone
+		}
+		f := strings.Fields(string(data))
+		if len(f) == 0 {
+			tb.Fatalf("%s: %q", t, data)
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			tb.Fatalf("%s: %v", t, err)
+		}
+		sum += n
+	}
+	return time.Duration(sum)
 }
