@@ -11,12 +11,20 @@ import (
 // backpressure rather than memory that grows.
 const heldQueue = 256
 
+// heldBytes bounds the bytes of the outcomes waiting in one outbox: a peer
+// that floods (say, a server's notifications of up to --max-line each while
+// an answer waits for its audit record) is read no further ahead than this,
+// instead of being copied into memory 256 messages at a time. An outcome
+// larger than heldBytes waits alone.
+const heldBytes = 1 << 20
+
 // delivery is one outcome on its way to a peer.
 type delivery struct {
 	dir   Direction // of the message it carries
 	out   []byte
 	msg   *jsonrpc.Message // nil when out was replaced
 	holds []func() []byte
+	size  int // len(out) when queued: what it counts against heldBytes
 }
 
 // outbox delivers, in order, the outcomes bound for one peer that must wait
@@ -26,8 +34,10 @@ type delivery struct {
 // pump directly, as if there were no outbox.
 type outbox struct {
 	mu     sync.Mutex
-	queued int  // deliveries handed to q and not yet written
-	closed bool // the writer has ended: deliver writes inline
+	queued int        // deliveries handed to q and not yet written
+	bytes  int        // the bytes of those deliveries
+	room   *sync.Cond // on mu: broadcast when queued falls or closed is set
+	closed bool       // the writer has ended: deliver writes inline
 	q      chan delivery
 }
 
@@ -35,6 +45,7 @@ func (r *run) startOutboxes() {
 	r.outboxStop = make(chan struct{})
 	for i := range r.outboxes {
 		o := &outbox{q: make(chan delivery, heldQueue)}
+		o.room = sync.NewCond(&o.mu)
 		r.outboxes[i] = o
 		r.outboxDone.Add(1)
 		go func() {
@@ -60,6 +71,7 @@ func (r *run) runOutbox(o *outbox) {
 				o.mu.Lock()
 				if o.queued == 0 {
 					o.closed = true
+					o.room.Broadcast()
 					o.mu.Unlock()
 					return
 				}
@@ -75,6 +87,8 @@ func (r *run) sendHeld(o *outbox, d delivery) {
 	r.send(d.dir, d.out, d.msg, len(o.q) == 0, true)
 	o.mu.Lock()
 	o.queued--
+	o.bytes -= d.size
+	o.room.Broadcast()
 	o.mu.Unlock()
 }
 
@@ -91,9 +105,14 @@ func (r *run) waitHolds(d *delivery) {
 // deliver forwards out (msg when it is the message read, nil when a policy
 // replaced it) to the peer ev travels to, after the holds of ev.
 func (r *run) deliver(ev *Event, out []byte, msg *jsonrpc.Message, flush bool) {
-	d := delivery{dir: ev.Dir, out: out, msg: msg, holds: ev.holds}
+	d := delivery{dir: ev.Dir, out: out, msg: msg, holds: ev.holds, size: len(out)}
 	o := r.outboxes[ev.Dir-1]
 	o.mu.Lock()
+	// Beyond heldBytes the pump waits for room (the peer it reads from
+	// waits in turn), unless the outbox is empty.
+	for !o.closed && o.queued > 0 && o.bytes+d.size > heldBytes {
+		o.room.Wait()
+	}
 	if o.closed || len(d.holds) == 0 && o.queued == 0 {
 		o.mu.Unlock()
 		r.waitHolds(&d)
@@ -101,6 +120,7 @@ func (r *run) deliver(ev *Event, out []byte, msg *jsonrpc.Message, flush bool) {
 		return
 	}
 	o.queued++
+	o.bytes += d.size
 	o.mu.Unlock()
 	if msg != nil && !r.copyAll {
 		msg.Own() // the pump reads on while the delivery waits

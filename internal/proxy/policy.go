@@ -28,7 +28,8 @@
 //     (256 at most) and written by a goroutine of the session. An outcome
 //     an observer held (Event.Hold) is written once the hold is over, by a
 //     goroutine of the session, and everything the same pump forwards to
-//     that peer meanwhile waits behind it (256 at most), in order.
+//     that peer meanwhile waits behind it (256 messages and 1 MiB at most,
+//     or one larger message alone; then the pump waits), in order.
 //   - Shutdown: on client EOF or cancellation, the server's stdin is closed,
 //     it gets StopTimeout to exit, then Stop; if the server goes first, each
 //     client request it left unanswered (and not cancelled) gets a -32603
