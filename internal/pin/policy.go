@@ -138,9 +138,10 @@ func (p *Policy) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event)
 	m := ev.Msg
 	switch {
 	case ev.Dir == proxy.ClientToServer && m.Kind == jsonrpc.KindRequest:
-		if meta := rawMember(m.Params, "_meta"); meta != nil {
+		// The parser found params' _meta while it validated them.
+		if m.Meta != nil {
 			p.mu.Lock()
-			p.meta = meta
+			p.meta = bytes.Clone(m.Meta)
 			p.mu.Unlock()
 		}
 		if m.Method == "initialize" {
@@ -172,7 +173,7 @@ func (p *Policy) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event)
 func (p *Policy) request(s *proxy.Session, m *jsonrpc.Message) proxy.Verdict {
 	params := paramStrings(m.Params)
 	if k, ok := listKinds[m.Method]; ok {
-		if params["cursor"] != "" {
+		if params.cursor != "" {
 			// mcpcage answers every list in one page, so no cursor is ours.
 			return reply(errorMsg(m.ID, jsonrpc.CodeInvalidParams, "Invalid cursor: mcpcage answers "+m.Method+" in one page"))
 		}
@@ -182,11 +183,11 @@ func (p *Policy) request(s *proxy.Session, m *jsonrpc.Message) proxy.Verdict {
 	var key string
 	switch m.Method {
 	case "tools/call":
-		k, key = Tools, params["name"]
+		k, key = Tools, params.name
 	case "prompts/get":
-		k, key = Prompts, params["name"]
+		k, key = Prompts, params.name
 	case "resources/read":
-		k, key = Resources, params["uri"]
+		k, key = Resources, params.uri
 	default:
 		return proxy.Verdict{}
 	}
@@ -394,23 +395,37 @@ func withoutMember(obj []byte, name string) ([]byte, error) {
 	return append(out, '}'), nil
 }
 
-// paramStrings returns the string members of a request's params.
-func paramStrings(params []byte) map[string]string {
-	out := map[string]string{}
+// requestParams is what the pins read of a request's params: the members
+// that name what is asked for, each "" unless it is a string.
+type requestParams struct {
+	name, uri, cursor string
+}
+
+// paramStrings reads name, uri and cursor of a request's params. Only those
+// three members are kept (read as raw values, then unquoted when strings);
+// the others, a tool call's arguments among them, are passed over without
+// being copied.
+func paramStrings(params []byte) requestParams {
+	var out requestParams
 	if len(params) == 0 {
 		return out
 	}
-	var m map[string]jsontext.Value
-	if json.Unmarshal(params, &m) != nil {
+	var m struct {
+		Name   jsontext.Value `json:"name"`
+		URI    jsontext.Value `json:"uri"`
+		Cursor jsontext.Value `json:"cursor"`
+	}
+	if json.Unmarshal(params, &m, json.RejectUnknownMembers(false)) != nil {
 		return out
 	}
-	for k, v := range m {
+	str := func(v jsontext.Value) string {
 		var s string
 		if v.Kind() == '"' && json.Unmarshal(v, &s) == nil {
-			out[k] = s
+			return s
 		}
+		return ""
 	}
-	return out
+	return requestParams{name: str(m.Name), uri: str(m.URI), cursor: str(m.Cursor)}
 }
 
 func errorMsg(id jsonrpc.ID, code int, msg string) []byte {

@@ -1,6 +1,8 @@
 package pin
 
 import (
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
@@ -24,12 +26,6 @@ func TestListParams(t *testing.T) {
 		if got := string(listParams(c.version, c.cursor, meta)); got != c.want {
 			t.Errorf("listParams(%q, %q, %s) = %s, want %s", c.version, c.cursor, c.meta, got, c.want)
 		}
-	}
-	if got := string(rawMember([]byte(`{"cursor":"x","_meta":`+clientMeta+`}`), "_meta")); got != clientMeta {
-		t.Errorf("rawMember = %s", got)
-	}
-	if rawMember([]byte(`{"cursor":"x"}`), "_meta") != nil {
-		t.Error("rawMember found an absent member")
 	}
 }
 
@@ -72,5 +68,31 @@ func TestInitializeOddInstructionsRemoved(t *testing.T) {
 		if v.Action != proxy.Replace || string(v.Message) != `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}` {
 			t.Fatalf("%s: %v %s", res, v.Action, v.Message)
 		}
+	}
+}
+
+// paramStrings keeps name, uri and cursor when they are strings, and passes
+// over the other members without copying them: a tools/call with large
+// arguments costs no copy of them here.
+func TestParamStrings(t *testing.T) {
+	got := paramStrings([]byte(`{"arguments":{"x":[1,"name"]},"name":"echo","uri":5,"cursor":"c\u0041","_meta":{"name":"no"}}`))
+	if got != (requestParams{name: "echo", cursor: "cA"}) {
+		t.Errorf("paramStrings = %+v", got)
+	}
+	if got := paramStrings([]byte(`[1]`)); got != (requestParams{}) {
+		t.Errorf("paramStrings of an array = %+v", got)
+	}
+	big := []byte(`{"name":"echo","arguments":{"message":"` + strings.Repeat("m", 256<<10) + `"}}`)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const n = 20
+	for i := 0; i < n; i++ {
+		if paramStrings(big).name != "echo" {
+			t.Fatal("no name")
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 16<<10 {
+		t.Errorf("paramStrings allocated %d bytes a call for params of %d bytes: the arguments were copied", per, len(big))
 	}
 }

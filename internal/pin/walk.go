@@ -136,33 +136,6 @@ func listParams(version, cursor string, clientMeta []byte) []byte {
 	return append(b, '}')
 }
 
-// rawMember returns the exact bytes of the top-level member name of the JSON
-// object obj (already validated by the strict parser), nil when absent.
-func rawMember(obj []byte, name string) []byte {
-	if len(obj) == 0 {
-		return nil
-	}
-	dec := jsontext.NewDecoder(bytes.NewReader(obj))
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil
-	}
-	for dec.PeekKind() == '"' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return nil
-		}
-		key := tok.String() // before ReadValue, which voids tok
-		v, err := dec.ReadValue()
-		if err != nil {
-			return nil
-		}
-		if key == name {
-			return bytes.Clone(v)
-		}
-	}
-	return nil
-}
-
 // ParsePage reads one page of a list result (untrusted: what a server sent):
 // the items under k, each an object with whitespace removed, and nextCursor
 // ("" on the last page). Members other than those two are ignored.
