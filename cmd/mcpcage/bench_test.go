@@ -330,6 +330,176 @@ func BenchmarkCagePerCall(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// BenchmarkCageRSS is the peak resident set of a real `mcpcage run` session
+// (cage, proxy, pins, scanner, audit log) under large results: the client
+// sends 300 echo calls of the everything server with a 64 KiB message each
+// at once, and reads the 300 answers (64 KiB each, scanned) as they come;
+// mcpcage-peak-rss-MB is the VmHWM of the mcpcage process, read before it
+// exits, and file-MB and anon-MB split the resident set at the sampled peak
+// (file pages are the binary's text, anonymous ones its heap and stacks);
+// mcpcage-ms/session and mcpcage-cpu-ms/session are the time from the first
+// call sent to the last answer read and the process's CPU time over it.
+// With MCPCAGE_BENCH_BASELINE set, that binary runs the same session in
+// turn: baseline-peak-rss-MB, baseline-ms/session, baseline-cpu-ms/session.
+func BenchmarkCageRSS(b *testing.B) {
+	cb := newCageBench(b)
+	baseline := os.Getenv("MCPCAGE_BENCH_BASELINE")
+	var peak, basePeak rssPeak
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		bins := []string{cb.bin}
+		if baseline != "" {
+			bins = append(bins, baseline)
+		}
+		for k := range bins {
+			k = (k + i) % len(bins)
+			cmd := exec.Command(bins[k], "run", "--", "npx", "-y", everything)
+			cmd.Env = cb.env
+			p := pipelinedCalls(b, cmd, 300, 64<<10)
+			if k == 0 {
+				peak = peak.max(p)
+			} else {
+				basePeak = basePeak.max(p)
+			}
+		}
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 / float64(b.N) }
+	b.ReportMetric(float64(peak.hwm)/1024, "mcpcage-peak-rss-MB")
+	b.ReportMetric(float64(peak.file)/1024, "file-MB")
+	b.ReportMetric(float64(peak.anon)/1024, "anon-MB")
+	b.ReportMetric(ms(peak.elapsed), "mcpcage-ms/session")
+	b.ReportMetric(ms(peak.cpu), "mcpcage-cpu-ms/session")
+	if baseline != "" {
+		b.ReportMetric(float64(basePeak.hwm)/1024, "baseline-peak-rss-MB")
+		b.ReportMetric(ms(basePeak.elapsed), "baseline-ms/session")
+		b.ReportMetric(ms(basePeak.cpu), "baseline-cpu-ms/session")
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// rssPeak is a process's peak resident set (VmHWM) and the split of the
+// largest resident set sampled, in KiB; and the time and the process's CPU
+// time from the first call sent to the last answer read.
+type rssPeak struct {
+	hwm, file, anon int64
+	elapsed, cpu    time.Duration
+}
+
+// max keeps the larger peak and adds up the times.
+func (p rssPeak) max(q rssPeak) rssPeak {
+	el, cpu := p.elapsed+q.elapsed, p.cpu+q.cpu
+	if q.hwm > p.hwm {
+		p = q
+	}
+	p.elapsed, p.cpu = el, cpu
+	return p
+}
+
+// pipelinedCalls starts cmd, runs the MCP handshake, sends n echo calls
+// with a message of size bytes each at once, reads their n answers, and
+// returns the process's peak resident set; /proc/PID/status is sampled
+// meanwhile for the file/anonymous split at the largest VmRSS seen.
+func pipelinedCalls(b *testing.B, cmd *exec.Cmd, n, size int) rssPeak {
+	b.Helper()
+	b.StopTimer()
+	defer b.StartTimer()
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stderr := &cageBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	rd := bufio.NewReaderSize(out, 1<<20)
+	// answer reads up to the next answer (the server's notifications in
+	// between are passed over) and fails on one that is not a result.
+	answer := func(what string) {
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				b.Fatalf("%v: %s: %v\n%s", cmd.Args, what, err, stderr.String())
+			}
+			if strings.HasPrefix(line, `{"method":`) {
+				continue
+			}
+			if !strings.Contains(line, `"result":`) {
+				b.Fatalf("%v: %s: not a result: %.300q\n%s", cmd.Args, what, line, stderr.String())
+			}
+			return
+		}
+	}
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+	answer("initialize")
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
+	answer("tools/list")
+	var peak rssPeak
+	sampled := make(chan struct{})
+	stop := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+			if err != nil {
+				continue
+			}
+			var s rssPeak
+			for _, l := range strings.Split(string(st), "\n") {
+				k, v, _ := strings.Cut(l, ":")
+				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+				switch k {
+				case "VmRSS":
+					s.hwm = kb
+				case "RssFile":
+					s.file = kb
+				case "RssAnon":
+					s.anon = kb
+				}
+			}
+			if s.hwm > peak.hwm {
+				peak = s
+			}
+		}
+	}()
+	msg := strings.Repeat("m", size)
+	cpu0, t0 := cpuTime(b, cmd.Process.Pid), time.Now()
+	go func() {
+		for k := 0; k < n; k++ {
+			fmt.Fprintf(in, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"message":"%s"}}}`+"\n", k, msg)
+		}
+	}()
+	for k := 0; k < n; k++ {
+		answer(fmt.Sprintf("answer %d", k))
+	}
+	elapsed, cpu := time.Since(t0), cpuTime(b, cmd.Process.Pid)-cpu0
+	close(stop)
+	<-sampled
+	peak.elapsed, peak.cpu = elapsed, cpu
+	peak.hwm = max(peak.hwm, vmHWM(b, cmd.Process.Pid))
+	in.Close()
+	go io.Copy(io.Discard, rd)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+	return peak
+}
+
 // callRun is what sequentialCalls measured over its timed calls.
 type callRun struct {
 	elapsed time.Duration
