@@ -11,6 +11,7 @@ import (
 	"testing/iotest"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
@@ -251,6 +252,48 @@ func FuzzParseSyntax(f *testing.F) {
 			t.Fatalf("Parse accepted what jsontext refuses: %q", line)
 		case errors.As(err, &pe) && pe.Code == jsonrpc.CodeParseError && valid:
 			t.Fatalf("Parse says %q is not JSON (%s); jsontext accepts it", line, pe.Reason)
+		}
+	})
+}
+
+// FuzzMembers: jsonrpc.Members, which the policies use to read a request's
+// params without copying them, agrees with a full decode into a map: the
+// same names, in the same number, each with its exact bytes; and it refuses
+// what the decoder refuses.
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"x","arguments":{"k":[1,{"n":null}]}}`,
+		`{ "a" : 1 , "b":"\u0041" ,"c":[ ] }`,
+		`{}`, `[]`, `{"a":1}x`, `{"a":1,"a":2}`, `{"a":}`, `"s"`, ``, ` {"k": {"_meta": {}} } `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, obj []byte) {
+		got := map[string][]byte{}
+		n := 0
+		ok := jsonrpc.Members(obj, func(name string, value []byte) bool {
+			got[name] = value
+			n++
+			return true
+		})
+		var want map[string]jsontext.Value
+		err := json.Unmarshal(obj, &want)
+		if err != nil || want == nil {
+			if ok && err != nil {
+				t.Fatalf("Members read %q, which does not decode: %v", obj, err)
+			}
+			return
+		}
+		if !ok {
+			t.Fatalf("Members refused %q, which decodes to %v", obj, want)
+		}
+		if n != len(want) || len(got) != len(want) {
+			t.Fatalf("Members saw %d members of %q, want %d", n, obj, len(want))
+		}
+		for k, v := range want {
+			if !bytes.Equal(got[k], v) {
+				t.Fatalf("member %q of %q: Members gave %q, want %q", k, obj, got[k], v)
+			}
 		}
 	})
 }

@@ -345,11 +345,25 @@ func protocolOf(result []byte, s *proxy.Session) string {
 }
 
 func (p *auditPolicy) observeCall(ev *proxy.Event, v proxy.Verdict) {
+	// The name and the arguments by their exact member names, the
+	// arguments not copied (the fingerprint reads them once).
 	var params struct {
-		Name      string         `json:"name"`
-		Arguments jsontext.Value `json:"arguments"`
+		Name      string
+		Arguments []byte
 	}
-	_ = json.Unmarshal(ev.Msg.Params, &params, json.RejectUnknownMembers(false))
+	jsonrpc.Members(ev.Msg.Params, func(name string, value []byte) bool {
+		switch name {
+		case "name":
+			if value[0] == '"' {
+				if s, err := jsontext.AppendUnquote(nil, value); err == nil {
+					params.Name = string(s)
+				}
+			}
+		case "arguments":
+			params.Arguments = value
+		}
+		return true
+	})
 	tool := clip(params.Name, 256)
 	p.mu.Lock()
 	def := p.defs[params.Name]

@@ -2,11 +2,12 @@ package guard
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
 	"github.com/mcpcage/mcpcage/internal/proxy"
@@ -61,13 +62,10 @@ func (p *argSecrets) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Ev
 	if ev.Dir != proxy.ClientToServer || m.Kind != jsonrpc.KindRequest || m.Method != "tools/call" {
 		return proxy.Verdict{}
 	}
-	var params struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	}
-	if json.Unmarshal(m.Params, &params) != nil {
-		// Params that do not parse are checked whole: the server gets
-		// them as they are.
+	params, ok := callParams(m.Params)
+	if !ok {
+		// Params that do not read as a call are checked whole: the server
+		// gets them as they are.
 		params.Arguments = m.Params
 	}
 	if len(params.Arguments) == 0 {
@@ -118,4 +116,43 @@ func (p *argSecrets) record(tool, outcome string, f secrets.ArgFinding) {
 		fields["env"], fields["of"] = f.Env, f.Server
 	}
 	p.cfg.Event("secret_in_arguments", fields)
+}
+
+// toolCallParams is what the argument check reads of a tools/call's params.
+type toolCallParams struct {
+	Name      string
+	Arguments []byte // aliases the params: never copied
+}
+
+// callParams reads a tools/call's params without copying its arguments.
+// Member names match as a server decoding them with Go's encoding/json
+// would match them, ignoring case ("Arguments" is the arguments too; the
+// strict parser has refused two names that differ only in case). ok is
+// false, and the caller checks the whole params, when params is not an
+// object or its name is neither a string nor null.
+func callParams(params []byte) (toolCallParams, bool) {
+	var out toolCallParams
+	ok := true
+	read := jsonrpc.Members(params, func(name string, value []byte) bool {
+		switch {
+		case strings.EqualFold(name, "arguments"):
+			out.Arguments = value
+		case strings.EqualFold(name, "name"):
+			switch value[0] {
+			case '"':
+				s, err := jsontext.AppendUnquote(nil, value)
+				if err != nil {
+					ok = false
+					return false
+				}
+				out.Name = string(s)
+			case 'n': // null
+			default:
+				ok = false
+				return false
+			}
+		}
+		return true
+	})
+	return out, ok && read
 }
