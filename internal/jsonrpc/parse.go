@@ -211,7 +211,9 @@ func (s *scanner) parse(line []byte) (*Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.peek() != 0 {
+	// Only whitespace may follow (peek's 0 would not tell a NUL byte from
+	// the end of the line).
+	if s.skipSpace() < len(s.b) {
 		return nil, &ParseError{Code: CodeParseError, Reason: "more than one JSON value on the line"}
 	}
 	if !haveVersion {

@@ -87,6 +87,10 @@ func TestParseBad(t *testing.T) {
 		want string
 	}{
 		{`{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}`, CodeParseError, "1", "duplicate"},
+		// A NUL byte after the message is not the end of the line.
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}\x00", CodeParseError, "1", "more than one"},
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"} \x00 ", CodeParseError, "1", "more than one"},
+		{`{"jsonrpc":"2.0","id":1,"method":"x"} {}`, CodeParseError, "1", "more than one"},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","Name":"b"}}`, CodeInvalidRequest, "1", "case"},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"a":[{"name":"a","NAME":"b"}]}}`, CodeInvalidRequest, "1", "case"},
 		{`{"jsonrpc":"2.0","id":1,"method":"x","params":{"k":1,"\u212a":2}}`, CodeInvalidRequest, "1", "case"},
