@@ -76,7 +76,7 @@ func (p *scanner) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event
 	if len(fs) == 0 {
 		return proxy.Verdict{Action: proxy.Forward}
 	}
-	what := kind + " " + strconv.Quote(untrusted.Line(requestedName(ev.Method, ev.Params)))
+	what := kind + " " + strconv.Quote(untrusted.Line(ev.Target))
 	blocked := p.block != 0 && scan.Max(fs) >= p.block
 	var b strings.Builder
 	outcome := "passed on"
@@ -163,17 +163,4 @@ func ruleIDs(fs []scan.Finding) []string {
 	}
 	sort.Strings(ids)
 	return ids
-}
-
-// requestedName is the tool or prompt name, or the resource URI, of a request.
-func requestedName(method string, params []byte) string {
-	var v struct {
-		Name string `json:"name"`
-		URI  string `json:"uri"`
-	}
-	_ = json.Unmarshal(params, &v)
-	if method == "resources/read" {
-		return v.URI
-	}
-	return v.Name
 }

@@ -56,9 +56,13 @@ type Message struct {
 	// Meta is the raw JSON of params' "_meta" member (params an object),
 	// nil when absent: found while params was validated, so that a reader
 	// of _meta need not search a large params again.
-	Meta   []byte
-	Result []byte // raw JSON of result, nil when absent
-	Error  *Error // error responses
+	Meta []byte
+	// Name and URI are the raw JSON of params' "name" and "uri" members
+	// (params an object), nil when absent, found the same way: what a
+	// tools/call or prompts/get and a resources/read ask for.
+	Name, URI []byte
+	Result    []byte // raw JSON of result, nil when absent
+	Error     *Error // error responses
 }
 
 // ID is a request id kept as its exact JSON text (a string with its quotes, or a
@@ -97,10 +101,10 @@ const (
 
 // Own copies m out of the buffer Parse read it from (a Reader's, through
 // Next), so that m stays valid once that buffer is reused: Raw, and Params,
-// Meta, Result and Error.Data, which are slices of Raw, then point into one
-// new array of m's own. Raw keeps room for a '\n' after it, as ReadLine gives.
-// Own is for messages that Parse returned; call it before the buffer is
-// written again.
+// Meta, Name, URI, Result and Error.Data, which are slices of Raw, then
+// point into one new array of m's own. Raw keeps room for a '\n' after it,
+// as ReadLine gives. Own is for messages that Parse returned; call it
+// before the buffer is written again.
 func (m *Message) Own() {
 	n := len(m.Raw)
 	var raw []byte
@@ -114,6 +118,8 @@ func (m *Message) Own() {
 	raw = raw[:n]
 	m.Params = rebase(m.Raw, raw, m.Params)
 	m.Meta = rebase(m.Raw, raw, m.Meta)
+	m.Name = rebase(m.Raw, raw, m.Name)
+	m.URI = rebase(m.Raw, raw, m.URI)
 	m.Result = rebase(m.Raw, raw, m.Result)
 	if m.Error != nil {
 		e := *m.Error

@@ -180,8 +180,13 @@ func (s *scanner) parse(line []byte) (*Message, error) {
 				if _, err := s.value(); err != nil {
 					return err
 				}
-				if string(name) == "_meta" {
+				switch string(name) {
+				case "_meta":
 					m.Meta = line[at:s.i]
+				case "name":
+					m.Name = line[at:s.i]
+				case "uri":
+					m.URI = line[at:s.i]
 				}
 				return nil
 			}); err != nil {

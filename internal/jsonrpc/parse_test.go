@@ -243,3 +243,30 @@ func TestVectors(t *testing.T) {
 		}
 	}
 }
+
+// TestParseNameURI: Name and URI are params' own "name" and "uri" members,
+// found like Meta; Own keeps them.
+func TestParseNameURI(t *testing.T) {
+	tests := []struct{ line, name, uri string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"name":"no","uri":"no"},"name":"echo"}}`, `"echo"`, ``},
+		{`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"\u0075ri" : "file:///a"}}`, ``, `"file:///a"`},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":5,"uri":null}}`, `5`, `null`},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":[{"name":"x"}]}`, ``, ``},
+		{`{"jsonrpc":"2.0","id":1,"result":{"name":"x"}}`, ``, ``},
+	}
+	for _, tt := range tests {
+		buf := []byte(tt.line)
+		m, err := Parse(buf)
+		if err != nil {
+			t.Fatalf("Parse(%s): %v", tt.line, err)
+		}
+		if string(m.Name) != tt.name || (tt.name == "") != (m.Name == nil) || string(m.URI) != tt.uri || (tt.uri == "") != (m.URI == nil) {
+			t.Errorf("Parse(%s): Name %q URI %q, want %q %q", tt.line, m.Name, m.URI, tt.name, tt.uri)
+		}
+		m.Own()
+		clear(buf)
+		if string(m.Name) != tt.name || string(m.URI) != tt.uri {
+			t.Errorf("after Own, %s: Name %q URI %q", tt.line, m.Name, m.URI)
+		}
+	}
+}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
 )
@@ -11,15 +14,44 @@ import (
 type pending struct {
 	id        jsonrpc.ID
 	method    string
-	params    []byte // nil unless policies may read them (Event.Params)
-	size      int    // bytes of the params, held or not
+	target    string // Event.Target of its answer
+	size      int    // bytes of the params (not kept)
 	cancelled bool
 }
 
+// maxTarget bounds Event.Target: a name or uri is kept for the answer's
+// policies (a finding says which tool returned it), not the params.
+const maxTarget = 1 << 10
+
+// requestTarget is the Event.Target of the answer to request m.
+func requestTarget(m *jsonrpc.Message) string {
+	var raw []byte
+	switch m.Method {
+	case "tools/call", "prompts/get":
+		raw = m.Name
+	case "resources/read":
+		raw = m.URI
+	}
+	if len(raw) == 0 || raw[0] != '"' {
+		return ""
+	}
+	s, err := jsontext.AppendUnquote(nil, raw)
+	if err != nil {
+		return ""
+	}
+	if len(s) > maxTarget {
+		s = s[:maxTarget]
+		for len(s) > 0 && !utf8.Valid(s) {
+			s = s[:len(s)-1]
+		}
+	}
+	return string(s)
+}
+
 // maxPending and maxPendingBytes bound the requests each peer may have
-// waiting for the other: the proxy remembers each one, with its params,
-// until it is answered. Backpressure through the pipes keeps an honest
-// client far below them.
+// waiting for the other: the proxy remembers each one (its id, method and
+// target) until it is answered, and counts its params' bytes. Backpressure
+// through the pipes keeps an honest client far below them.
 const maxPending = 1 << 16
 
 var maxPendingBytes = 128 << 20 // a variable so that tests can lower it
@@ -110,10 +142,7 @@ func (r *run) track(pend *pendingSet, m *jsonrpc.Message, raw []byte) {
 	if m.Kind != jsonrpc.KindRequest {
 		return
 	}
-	e := pending{id: m.ID, method: m.Method, size: len(m.Params)}
-	if r.copyAll {
-		e.params = m.Params // m was copied (borrowed): it is the message's own
-	}
+	e := pending{id: m.ID, method: m.Method, target: requestTarget(m), size: len(m.Params)}
 	r.mu.Lock()
 	pend.add(m.ID.Key(), e)
 	r.mu.Unlock()

@@ -13,7 +13,8 @@
 //   - Responses are matched to requests by id value (jsonrpc.ID.Key), per
 //     direction. A response that answers no pending request is dropped, so a
 //     peer cannot answer twice or answer what was never asked. Policies see
-//     the method and params of the request a response answers.
+//     the method of the request a response answers, and the name or uri it
+//     asked for (Event.Target).
 //   - The proxy's own requests (Session.Call) use string ids
 //     "mcpcage-<24 random hex digits>-<n>", drawn per session; their answers
 //     are consumed and never reach the client.
@@ -58,10 +59,14 @@ const (
 type Event struct {
 	Dir Direction
 	Msg *jsonrpc.Message
-	// For a response: the method and raw params of the request it answers
-	// (the proxy tracks the peers' pending request ids), empty when unknown.
+	// For a response: the method of the request it answers (the proxy
+	// tracks the peers' pending request ids), and what that request named:
+	// its params' "name" (tools/call, prompts/get) or "uri"
+	// (resources/read) when a string, the first maxTarget bytes of it; both
+	// empty when unknown. A request's params are not kept while it waits
+	// for its answer: they can be as large as the line limit.
 	Method string
-	Params []byte
+	Target string
 
 	holds []func() []byte
 }

@@ -266,7 +266,7 @@ type keeper struct {
 func (k *keeper) Inspect(ctx context.Context, s *Session, ev *Event) Verdict {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	for _, b := range [][]byte{ev.Msg.Raw, ev.Msg.Params, ev.Msg.Result, ev.Params} {
+	for _, b := range [][]byte{ev.Msg.Raw, ev.Msg.Params, ev.Msg.Result} {
 		if b != nil {
 			k.kept = append(k.kept, b)
 			k.was = append(k.was, string(b))
@@ -294,5 +294,59 @@ func TestPolicyKeepsWhatItIsShown(t *testing.T) {
 	}
 	if len(k.kept) < 80 {
 		t.Errorf("the policy saw %d slices, want at least 80", len(k.kept))
+	}
+}
+
+// targets records, for each response, the method and target of the request
+// it answers.
+type targets struct {
+	mu  sync.Mutex
+	got map[string]string // response id -> method + " " + target
+}
+
+func (p *targets) Inspect(ctx context.Context, s *Session, ev *Event) Verdict {
+	if ev.Dir == ServerToClient && ev.Msg.Kind == jsonrpc.KindResponse {
+		p.mu.Lock()
+		p.got[ev.Msg.ID.String()] = ev.Method + " " + ev.Target
+		p.mu.Unlock()
+	}
+	return Verdict{}
+}
+
+// A response's policies see what its request named (the tool, prompt or
+// resource), clipped, and not the request's params, which the proxy does
+// not keep while the request waits.
+func TestResponseTarget(t *testing.T) {
+	tp := &targets{got: map[string]string{}}
+	c, p := rawSession(t, Config{Policies: []Policy{tp}})
+	long := strings.Repeat("é", maxTarget) // 2 bytes a rune
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"name":"not this"},"name":"echo"}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///a\u0062"}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":5}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"name":"x"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"` + long + `"}}`,
+	} {
+		c.send(line)
+	}
+	for i := 1; i <= 5; i++ {
+		c.expect(fmt.Sprintf(`"id":%d`, i))
+	}
+	p.toProxy.Close()
+	c.expectEOF()
+	p.wait(t)
+	want := map[string]string{
+		"1": "tools/call echo",
+		"2": "resources/read file:///ab",
+		"3": "prompts/get ",
+		"4": "tools/list ",
+		"5": "tools/call " + long[:maxTarget],
+	}
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	for id, w := range want {
+		if tp.got[id] != w {
+			t.Errorf("answer %s: %.80q, want %.80q", id, tp.got[id], w)
+		}
 	}
 }

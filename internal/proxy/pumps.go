@@ -64,7 +64,7 @@ func (r *run) fromClient(m *jsonrpc.Message) {
 			r.refused(Refusal{Dir: ClientToServer, ID: m.ID, Reason: "a response to no pending request", Size: len(m.Raw)})
 			return
 		}
-		ev.Method, ev.Params = p.method, p.params
+		ev.Method, ev.Target = p.method, p.target
 	case jsonrpc.KindNotification:
 		if m.Method == "notifications/cancelled" {
 			r.cancelled(r.pendingC2S, m)
@@ -203,7 +203,7 @@ func (r *run) serverLine(line []byte) {
 			r.refused(Refusal{Dir: ServerToClient, ID: m.ID, Reason: "a response to no pending request", Size: len(m.Raw)})
 			return
 		}
-		ev.Method, ev.Params = p.method, p.params
+		ev.Method, ev.Target = p.method, p.target
 		if p.method == "initialize" && m.Result != nil {
 			v, _ := member(m.Result, "protocolVersion")
 			if !KnownVersion(v) {
