@@ -403,42 +403,8 @@ func pipelinedCalls(b *testing.B, cmd *exec.Cmd, n, size int) rssPeak {
 	b.Helper()
 	b.StopTimer()
 	defer b.StartTimer()
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stderr := &cageBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	rd := bufio.NewReaderSize(out, 1<<20)
-	// answer reads up to the next answer (the server's notifications in
-	// between are passed over) and fails on one that is not a result.
-	answer := func(what string) {
-		for {
-			line, err := rd.ReadString('\n')
-			if err != nil {
-				b.Fatalf("%v: %s: %v\n%s", cmd.Args, what, err, stderr.String())
-			}
-			if strings.HasPrefix(line, `{"method":`) {
-				continue
-			}
-			if !strings.Contains(line, `"result":`) {
-				b.Fatalf("%v: %s: not a result: %.300q\n%s", cmd.Args, what, line, stderr.String())
-			}
-			return
-		}
-	}
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
-	answer("initialize")
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
-	answer("tools/list")
+	sess := startSession(b, cmd)
+	defer sess.stop()
 	var peak rssPeak
 	sampled := make(chan struct{})
 	stop := make(chan struct{})
@@ -476,27 +442,15 @@ func pipelinedCalls(b *testing.B, cmd *exec.Cmd, n, size int) rssPeak {
 	cpu0, t0 := cpuTime(b, cmd.Process.Pid), time.Now()
 	go func() {
 		for k := 0; k < n; k++ {
-			fmt.Fprintf(in, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"message":"%s"}}}`+"\n", k, msg)
+			fmt.Fprintf(sess.in, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"message":"%s"}}}`+"\n", 10+k, msg)
 		}
 	}()
-	for k := 0; k < n; k++ {
-		answer(fmt.Sprintf("answer %d", k))
-	}
+	sess.results(n)
 	elapsed, cpu := time.Since(t0), cpuTime(b, cmd.Process.Pid)-cpu0
 	close(stop)
 	<-sampled
 	peak.elapsed, peak.cpu = elapsed, cpu
 	peak.hwm = max(peak.hwm, vmHWM(b, cmd.Process.Pid))
-	in.Close()
-	go io.Copy(io.Discard, rd)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-done
-	}
 	return peak
 }
 
@@ -513,41 +467,12 @@ type callRun struct {
 // the handshake and the shutdown are not timed. With record, each call
 // starts a record as its request is sent and is done once the wait record
 // returned is over too.
-
 func sequentialCalls(b *testing.B, cmd *exec.Cmd, n int, record func() (wait func())) callRun {
 	b.Helper()
 	b.StopTimer()
 	defer b.StartTimer()
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stderr := &cageBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	rd := bufio.NewReaderSize(out, 1<<20)
-	waitFor := func(id string) {
-		for {
-			line, err := rd.ReadString('\n')
-			if err != nil {
-				b.Fatalf("%v: no answer to request %s: %v\n%s", cmd.Args, id, err, stderr.String())
-			}
-			if strings.Contains(line, `"id":`+id+`,`) || strings.Contains(line, `"id":`+id+`}`) {
-				return
-			}
-		}
-	}
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
-	waitFor("1")
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-	waitFor("2")
+	sess := startSession(b, cmd)
+	defer sess.stop()
 	cpu0, self0 := cpuTime(b, cmd.Process.Pid), cpuTime(b, os.Getpid())
 	start := time.Now()
 	for i := 0; i < n; i++ {
@@ -556,22 +481,98 @@ func sequentialCalls(b *testing.B, cmd *exec.Cmd, n int, record func() (wait fun
 		if record != nil {
 			wait = record()
 		}
-		fmt.Fprintln(in, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"echo","arguments":{"message":"call `+id+` of the benchmark"}}}`)
-		waitFor(id)
+		fmt.Fprintln(sess.in, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"echo","arguments":{"message":"call `+id+` of the benchmark"}}}`)
+		sess.waitFor(id)
 		wait()
 	}
 	run := callRun{elapsed: time.Since(start)}
 	run.cpu, run.selfCPU = cpuTime(b, cmd.Process.Pid)-cpu0, cpuTime(b, os.Getpid())-self0
 	run.hwm = vmHWM(b, cmd.Process.Pid)
-	in.Close()
-	go io.Copy(io.Discard, rd)
+	return run
+}
+
+// benchSession is a server process (mcpcage run, docker run -i) that a
+// benchmark talks MCP to over its stdin and stdout.
+type benchSession struct {
+	b      *testing.B
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	rd     *bufio.Reader
+	stderr *cageBuffer
+}
+
+// startSession starts cmd and runs the MCP handshake: initialize (id 1),
+// notifications/initialized, tools/list (id 2).
+func startSession(b *testing.B, cmd *exec.Cmd) *benchSession {
+	b.Helper()
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &benchSession{b: b, cmd: cmd, in: in, stderr: &cageBuffer{}}
+	cmd.Stderr = s.stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	s.rd = bufio.NewReaderSize(out, 1<<20)
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+	s.waitFor("1")
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	s.waitFor("2")
+	return s
+}
+
+// line reads the next line from the server; what is the reading for.
+func (s *benchSession) line(what string) string {
+	line, err := s.rd.ReadString('\n')
+	if err != nil {
+		s.b.Fatalf("%v: %s: %v\n%s", s.cmd.Args, what, err, s.stderr.String())
+	}
+	return line
+}
+
+// waitFor reads up to the answer to request id, passing over what comes
+// before it.
+func (s *benchSession) waitFor(id string) {
+	for {
+		line := s.line("no answer to request " + id)
+		if strings.Contains(line, `"id":`+id+`,`) || strings.Contains(line, `"id":`+id+`}`) {
+			return
+		}
+	}
+}
+
+// results reads n answers, in whatever order they come, passing over the
+// server's notifications, and fails on one that is not a result.
+func (s *benchSession) results(n int) {
+	for k := 0; k < n; {
+		line := s.line(fmt.Sprintf("%d of %d answers read", k, n))
+		if strings.HasPrefix(line, `{"method":`) {
+			continue
+		}
+		if !strings.Contains(line, `"result":`) {
+			s.b.Fatalf("%v: not a result: %.300q\n%s", s.cmd.Args, line, s.stderr.String())
+		}
+		k++
+	}
+}
+
+// stop closes the server's stdin and waits for it to exit, 30 s at most,
+// then kills it.
+func (s *benchSession) stop() {
+	s.in.Close()
+	go io.Copy(io.Discard, s.rd)
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { done <- s.cmd.Wait() }()
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
+		s.cmd.Process.Kill()
 		<-done
 	}
-	return run
 }
