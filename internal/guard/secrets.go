@@ -7,8 +7,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
 	"github.com/mcpcage/mcpcage/internal/proxy"
 	"github.com/mcpcage/mcpcage/internal/secrets"
@@ -138,16 +136,9 @@ func callParams(params []byte) (toolCallParams, bool) {
 		case strings.EqualFold(name, "arguments"):
 			out.Arguments = value
 		case strings.EqualFold(name, "name"):
-			switch value[0] {
-			case '"':
-				s, err := jsontext.AppendUnquote(nil, value)
-				if err != nil {
-					ok = false
-					return false
-				}
-				out.Name = string(s)
-			case 'n': // null
-			default:
+			if name, isString := jsonrpc.String(value); isString {
+				out.Name = name
+			} else if value[0] != 'n' { // null reads as no name
 				ok = false
 				return false
 			}

@@ -371,11 +371,25 @@ func foldKey(s string) string {
 
 // unquote returns the text of a string the scanner has validated.
 func unquote(raw []byte) string {
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1 : len(raw)-1])
+	s, _ := String(raw)
+	return s
+}
+
+// String returns the text of raw, one JSON value (a member that Members or
+// the parser found in a validated message, say), and false when raw is not
+// a string.
+func String(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
 	}
-	b, _ := jsontext.AppendUnquote(nil, raw)
-	return string(b)
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	b, err := jsontext.AppendUnquote(nil, raw)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
 }
 
 // peekID finds the top-level "id" of a line that failed validation, so the

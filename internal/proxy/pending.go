@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
 )
@@ -32,20 +31,15 @@ func requestTarget(m *jsonrpc.Message) string {
 	case "resources/read":
 		raw = m.URI
 	}
-	if len(raw) == 0 || raw[0] != '"' {
-		return ""
-	}
-	s, err := jsontext.AppendUnquote(nil, raw)
-	if err != nil {
-		return ""
-	}
-	if len(s) > maxTarget {
-		s = s[:maxTarget]
-		for len(s) > 0 && !utf8.Valid(s) {
-			s = s[:len(s)-1]
+	t, _ := jsonrpc.String(raw)
+	if len(t) > maxTarget {
+		t = t[:maxTarget]
+		for len(t) > 0 && !utf8.ValidString(t) {
+			t = t[:len(t)-1]
 		}
+		t = strings.Clone(t) // not the whole name, kept while the request waits
 	}
-	return string(s)
+	return t
 }
 
 // maxPending and maxPendingBytes bound the requests each peer may have
