@@ -345,22 +345,18 @@ func protocolOf(result []byte, s *proxy.Session) string {
 }
 
 func (p *auditPolicy) observeCall(ev *proxy.Event, v proxy.Verdict) {
-	// The name and the arguments by their exact member names, the
-	// arguments not copied (the fingerprint reads them once).
+	// The name (the parser found it) and the arguments, by their exact
+	// member names; the arguments are not copied (the fingerprint reads
+	// them once).
 	var params struct {
 		Name      string
 		Arguments []byte
 	}
+	params.Name, _ = jsonrpc.String(ev.Msg.Name)
 	jsonrpc.Members(ev.Msg.Params, func(name string, value []byte) bool {
-		switch name {
-		case "name":
-			if value[0] == '"' {
-				if s, err := jsontext.AppendUnquote(nil, value); err == nil {
-					params.Name = string(s)
-				}
-			}
-		case "arguments":
+		if name == "arguments" {
 			params.Arguments = value
+			return false
 		}
 		return true
 	})

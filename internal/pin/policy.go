@@ -171,7 +171,7 @@ func (p *Policy) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event)
 }
 
 func (p *Policy) request(s *proxy.Session, m *jsonrpc.Message) proxy.Verdict {
-	params := paramStrings(m.Params)
+	params := paramStrings(m)
 	if k, ok := listKinds[m.Method]; ok {
 		if params.cursor != "" {
 			// mcpcage answers every list in one page, so no cursor is ours.
@@ -401,31 +401,24 @@ type requestParams struct {
 	name, uri, cursor string
 }
 
-// paramStrings reads name, uri and cursor of a request's params. Only those
-// three members are kept (read as raw values, then unquoted when strings);
-// the others, a tool call's arguments among them, are passed over without
-// being copied.
-func paramStrings(params []byte) requestParams {
+// paramStrings reads name, uri and cursor of request m's params: the first
+// two the strict parser found while it validated them (jsonrpc.Message.Name,
+// URI), so a tool call's params, arguments and all, are not read again;
+// cursor is looked for only in a list request's.
+func paramStrings(m *jsonrpc.Message) requestParams {
 	var out requestParams
-	if len(params) == 0 {
-		return out
+	out.name, _ = jsonrpc.String(m.Name)
+	out.uri, _ = jsonrpc.String(m.URI)
+	if _, ok := listKinds[m.Method]; ok {
+		jsonrpc.Members(m.Params, func(name string, value []byte) bool {
+			if name == "cursor" {
+				out.cursor, _ = jsonrpc.String(value)
+				return false
+			}
+			return true
+		})
 	}
-	var m struct {
-		Name   jsontext.Value `json:"name"`
-		URI    jsontext.Value `json:"uri"`
-		Cursor jsontext.Value `json:"cursor"`
-	}
-	if json.Unmarshal(params, &m, json.RejectUnknownMembers(false)) != nil {
-		return out
-	}
-	str := func(v jsontext.Value) string {
-		var s string
-		if v.Kind() == '"' && json.Unmarshal(v, &s) == nil {
-			return s
-		}
-		return ""
-	}
-	return requestParams{name: str(m.Name), uri: str(m.URI), cursor: str(m.Cursor)}
+	return out
 }
 
 func errorMsg(id jsonrpc.ID, code int, msg string) []byte {

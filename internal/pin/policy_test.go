@@ -75,14 +75,22 @@ func TestInitializeOddInstructionsRemoved(t *testing.T) {
 // over the other members without copying them: a tools/call with large
 // arguments costs no copy of them here.
 func TestParamStrings(t *testing.T) {
-	got := paramStrings([]byte(`{"arguments":{"x":[1,"name"]},"name":"echo","uri":5,"cursor":"c\u0041","_meta":{"name":"no"}}`))
+	request := func(method, params string) *jsonrpc.Message {
+		m, err := jsonrpc.Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	got := paramStrings(request("tools/list", `{"arguments":{"x":[1,"name"]},"name":"echo","uri":5,"cursor":"c\u0041","_meta":{"name":"no"}}`))
 	if got != (requestParams{name: "echo", cursor: "cA"}) {
 		t.Errorf("paramStrings = %+v", got)
 	}
-	if got := paramStrings([]byte(`[1]`)); got != (requestParams{}) {
+	if got := paramStrings(request("tools/list", `[1]`)); got != (requestParams{}) {
 		t.Errorf("paramStrings of an array = %+v", got)
 	}
-	big := []byte(`{"name":"echo","arguments":{"message":"` + strings.Repeat("m", 256<<10) + `"}}`)
+	bigParams := `{"name":"echo","arguments":{"message":"` + strings.Repeat("m", 256<<10) + `"}}`
+	big := request("tools/call", bigParams)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	const n = 20
@@ -93,6 +101,6 @@ func TestParamStrings(t *testing.T) {
 	}
 	runtime.ReadMemStats(&after)
 	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 16<<10 {
-		t.Errorf("paramStrings allocated %d bytes a call for params of %d bytes: the arguments were copied", per, len(big))
+		t.Errorf("paramStrings allocated %d bytes a call for params of %d bytes: the arguments were copied", per, len(bigParams))
 	}
 }
