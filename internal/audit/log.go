@@ -311,7 +311,7 @@ func newPending(kind string, fields any) *Pending {
 	// what json.Marshal made is valid by construction, so the commit
 	// (which the answer of a call waits for) checks only its shape.
 	if !json.Valid(p.fields) {
-		p.err = errors.New("audit: record fields must be one compact JSON object")
+		p.err = errFields
 		close(p.done)
 	}
 	return p

@@ -217,6 +217,9 @@ func (m *mac) check(line []byte, n int) ([]byte, *[sha256.Size]byte) {
 	return m.over(), &m.lineSum
 }
 
+// errFields is a record's fields that are not one JSON object on one line.
+var errFields = errors.New("audit: record fields must be one compact JSON object")
+
 // encodeLine builds the exact bytes of a record, newline included. fields
 // is valid JSON already (newPending and appendLocked see to it, off the
 // commit's path): only its shape is checked here.
@@ -230,7 +233,7 @@ func encodeLine(m *mac, seq uint64, t time.Time, prev, kind string, fields []byt
 		}
 	}
 	if len(fields) < 2 || fields[0] != '{' || bytes.IndexByte(fields, '\n') >= 0 {
-		return nil, errors.New("audit: record fields must be one compact JSON object")
+		return nil, errFields
 	}
 	b := make([]byte, 0, 160+len(fields)+macTail)
 	b = append(b, prefixV...)
