@@ -40,16 +40,12 @@ func BenchmarkStartup(b *testing.B) {
 	for i, a := range cb.res.Command {
 		nodeArgv[i] = strings.Replace(a, cb.res.MountPoint, cb.res.CacheDir, 1)
 	}
-	bin, env := cb.bin, cb.env
-
 	var tCage, tPlain, tHard, tNode time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		runs := []func(){
 			func() {
-				cmd := exec.Command(bin, "run", "--", "npx", "-y", everything)
-				cmd.Env = env
-				tCage += firstToolsList(b, cmd)
+				tCage += firstToolsList(b, cb.mcpcageRun(cb.bin))
 			},
 			func() { tPlain += firstToolsList(b, exec.Command("docker", plain...)) },
 			func() { tHard += firstToolsList(b, exec.Command("docker", hard...)) },
@@ -129,6 +125,14 @@ type cageBench struct {
 	bin, hardHome string
 	env           []string
 	res           *install.Result
+}
+
+// mcpcageRun is `BIN run -- npx -y` of the everything server, in the
+// benchmark's environment (bin is cb.bin or an older mcpcage to compare).
+func (cb *cageBench) mcpcageRun(bin string) *exec.Cmd {
+	cmd := exec.Command(bin, "run", "--", "npx", "-y", everything)
+	cmd.Env = cb.env
+	return cmd
 }
 
 func newCageBench(b *testing.B) *cageBench {
@@ -281,9 +285,7 @@ func BenchmarkCagePerCall(b *testing.B) {
 		}
 		runs := []func(){
 			func() {
-				cmd := exec.Command(cb.bin, "run", "--", "npx", "-y", everything)
-				cmd.Env = cb.env
-				r := sequentialCalls(b, cmd, cageCalls, nil)
+				r := sequentialCalls(b, cb.mcpcageRun(cb.bin), cageCalls, nil)
 				add(wCage, r)
 				rss = max(rss, r.hwm)
 			},
@@ -293,9 +295,7 @@ func BenchmarkCagePerCall(b *testing.B) {
 		}
 		if baseline != "" {
 			runs = append(runs, func() {
-				cmd := exec.Command(baseline, "run", "--", "npx", "-y", everything)
-				cmd.Env = cb.env
-				add(wBase, sequentialCalls(b, cmd, cageCalls, nil))
+				add(wBase, sequentialCalls(b, cb.mcpcageRun(baseline), cageCalls, nil))
 			})
 		}
 		for k := range runs {
@@ -353,9 +353,7 @@ func BenchmarkCageRSS(b *testing.B) {
 		}
 		for k := range bins {
 			k = (k + i) % len(bins)
-			cmd := exec.Command(bins[k], "run", "--", "npx", "-y", everything)
-			cmd.Env = cb.env
-			p := pipelinedCalls(b, cmd, 300, 64<<10)
+			p := pipelinedCalls(b, cb.mcpcageRun(bins[k]), 300, 64<<10)
 			if k == 0 {
 				peak = peak.max(p)
 			} else {
