@@ -225,7 +225,7 @@ func BenchmarkResult64KiB(b *testing.B) {
 func BenchmarkCompileRules(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if set := compileRules(rules.Files); set.loadErr != nil {
+		if set := compileRules(rules.Files, false); set.loadErr != nil {
 			b.Fatal(set.loadErr)
 		}
 	}

@@ -97,7 +97,7 @@ func loadedRules() *ruleSet {
 		// was set here). A low target while loading keeps the heap near
 		// what is live; the caller's target comes back after.
 		defer debug.SetGCPercent(debug.SetGCPercent(loadGCPercent))
-		theSet = compileRules(rules.Files)
+		theSet = compileRules(rules.Files, true)
 		if theSet.loadErr != nil {
 			// The rules are embedded and tested; a broken rule file is a
 			// build defect, not a runtime condition.
@@ -130,7 +130,10 @@ func parseSeverity(s string) (Severity, error) {
 // ParseSeverity reads "low", "medium" or "high".
 func ParseSeverity(s string) (Severity, error) { return parseSeverity(s) }
 
-func compileRules(fsys fs.FS) *ruleSet {
+// compileRules reads the rule files of fsys. forLife says the set lives as
+// long as the process (loadedRules): its automaton's tables then go outside
+// the collected heap and are never freed (newTable).
+func compileRules(fsys fs.FS, forLife bool) *ruleSet {
 	set := &ruleSet{byID: map[string]*Rule{}, checks: map[string]*Rule{}}
 	names, err := fs.Glob(fsys, "*.json")
 	if err != nil {
@@ -224,7 +227,7 @@ func compileRules(fsys fs.FS) *ruleSet {
 			return set
 		}
 	}
-	set.pre = newAC(kw, kwRule)
+	set.pre = newAC(kw, kwRule, forLife)
 	set.nmarks = 3 * max(len(set.text), set.npat)
 	return set
 }
@@ -424,7 +427,7 @@ const (
 	hasOutBig = -1 << 31
 )
 
-func newAC(words []string, outputs []int) *acMachine {
+func newAC(words []string, outputs []int, forLife bool) *acMachine {
 	m := &acMachine{ncls: 1}
 	for _, w := range words {
 		m.maxWord = max(m.maxWord, len(w))
@@ -467,10 +470,11 @@ func newAC(words []string, outputs []int) *acMachine {
 	}
 	n, nc := len(order), m.ncls
 	m.nstate = n
+	var mapped bool
 	if n < hasOut {
-		m.next = make([]uint16, n*nc)
+		m.next, mapped = newTable[uint16](n*nc, forLife)
 	} else {
-		m.wide = make([]int32, n*nc)
+		m.wide, mapped = newTable[int32](n*nc, forLife)
 	}
 	// entry and target write and read the table of either width.
 	entry := func(i, c int, st int32, out bool) {
@@ -550,7 +554,44 @@ func newAC(words []string, outputs []int) *acMachine {
 		}
 	}
 	m.setAt = append(m.setAt, int32(len(m.sets)))
+	if forLife {
+		m.moveLists()
+	}
+	if mapped {
+		freezeTable(m.next)
+		freezeTable(m.wide)
+	}
 	return m
+}
+
+// newTable makes a table of n entries; for an automaton that lives as long
+// as the process, outside the collected heap when it can (tableMem), and
+// then never freed.
+func newTable[T uint16 | int32](n int, forLife bool) ([]T, bool) {
+	if forLife {
+		return tableMem[T](n)
+	}
+	return make([]T, n), false
+}
+
+// moveLists moves the outputs and the literal sets into one block from
+// tableMem, beside the table (read-only once there, when mapped).
+func (m *acMachine) moveLists() {
+	lists := []*[]int32{&m.outAt, &m.outs, &m.gated, &m.setAt, &m.sets}
+	n := 0
+	for _, l := range lists {
+		n += len(*l)
+	}
+	block, mapped := tableMem[int32](n)
+	at := 0
+	for _, l := range lists {
+		k := copy(block[at:], *l)
+		*l = block[at : at+k : at+k]
+		at += k
+	}
+	if mapped {
+		freezeTable(block)
+	}
 }
 
 // acTrie is newAC's trie of the keywords: per state, its first child and

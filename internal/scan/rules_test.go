@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -280,9 +282,15 @@ func TestCrossGateAsContains(t *testing.T) {
 }
 
 // TestAutomatonTables: both table widths (16-bit entries while the states
-// fit, 32-bit past that) report exactly the keywords that occur, where they
-// end.
+// fit, 32-bit past that), on the collected heap and outside it (forLife),
+// report exactly the keywords that occur, where they end.
 func TestAutomatonTables(t *testing.T) {
+	for _, forLife := range []bool{false, true} {
+		t.Run(fmt.Sprintf("forLife=%v", forLife), func(t *testing.T) { testAutomatonTables(t, forLife) })
+	}
+}
+
+func testAutomatonTables(t *testing.T, forLife bool) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	letters := "abcdefgh .:_"
 	var words []string
@@ -297,7 +305,7 @@ func TestAutomatonTables(t *testing.T) {
 		outs = append(outs, markPattern(len(words)-1))
 	}
 	for _, nw := range []int{300, len(words)} {
-		m := newAC(words[:nw], outs[:nw])
+		m := newAC(words[:nw], outs[:nw], forLife)
 		if wide := m.next == nil; wide != (m.nstate >= hasOut) {
 			t.Fatalf("%d states: wide table %v", m.nstate, wide)
 		}
@@ -336,6 +344,44 @@ func TestAutomatonTables(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLifelongTablesOutsideTheHeap: the rules a process loads once keep
+// their automaton's tables outside the collected heap (what the collector
+// sees live it lets the heap grow to twice), and read-only.
+func TestLifelongTablesOutsideTheHeap(t *testing.T) {
+	held := func(forLife bool) (uint64, *ruleSet) {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		set := compileRules(rules.Files, forLife)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		return after.HeapAlloc - min(after.HeapAlloc, before.HeapAlloc), set
+	}
+	onHeap, _ := held(false)
+	outside, set := held(true)
+	m := set.pre
+	tables := uint64(2*len(m.next) + 4*len(m.wide) + 4*(len(m.outAt)+len(m.outs)+len(m.gated)+len(m.setAt)+len(m.sets)))
+	t.Logf("heap held by the rules: %d KiB on the heap, %d KiB with the tables outside; tables %d KiB", onHeap>>10, outside>>10, tables>>10)
+	if outside+tables*9/10 > onHeap {
+		t.Errorf("the lifelong rules hold %d KiB of heap, the others %d KiB: the %d KiB of tables are not outside it", outside>>10, onHeap>>10, tables>>10)
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	for name, write := range map[string]func(){
+		"table":   func() { m.next[len(m.next)-1] = 1 },
+		"outputs": func() { m.outs[0] = 1 },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("writing the lifelong automaton's %s did not fault", name)
+				}
+			}()
+			write()
+		}()
+	}
+	runtime.KeepAlive(set)
 }
 
 // TestResultsGatedAsUngated: on long tool results (ordinary prose of the
@@ -500,7 +546,7 @@ func TestPatternsCompile(t *testing.T) {
 // share one compiled program (each compiling its own would hold the memory
 // the lazy compile saves, and race on the pointer).
 func TestPatternCompiledOnce(t *testing.T) {
-	set := compileRules(rules.Files) // its patterns not compiled yet
+	set := compileRules(rules.Files, false) // its patterns not compiled yet
 	var pats []*lazyRE
 	for _, r := range set.rules {
 		pats = append(pats, r.patterns...)
