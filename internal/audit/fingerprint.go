@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -16,6 +17,19 @@ const (
 	fingerprintTag    = "mcpcage-audit-args-v1"
 	fingerprintRawTag = "mcpcage-audit-args-raw-v1"
 )
+
+// canonBufs are the buffers Fingerprint canonicalizes arguments in: one
+// made per call is as large as the arguments and garbage at once (a third
+// of what a session of large calls allocated).
+var canonBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// putCanonBuf keeps a buffer for the next call unless it is too large to
+// keep for a rare call.
+func putCanonBuf(buf *[]byte) {
+	if cap(*buf) <= 1<<20 {
+		canonBufs.Put(buf)
+	}
+}
 
 // Fingerprint returns the argument fingerprint of one tools/call:
 //
@@ -32,12 +46,15 @@ func Fingerprint(key []byte, server, tool string, arguments []byte) string {
 	tag := fingerprintTag
 	canon := []byte("{}")
 	if len(arguments) > 0 {
-		v := jsontext.Value(append([]byte(nil), arguments...))
+		buf := canonBufs.Get().(*[]byte)
+		defer putCanonBuf(buf)
+		v := jsontext.Value(append((*buf)[:0], arguments...))
 		if err := v.Canonicalize(); err == nil {
 			canon = v
 		} else {
 			tag, canon = fingerprintRawTag, arguments
 		}
+		*buf = v[:0]
 	}
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte(tag))
