@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -204,7 +205,14 @@ const (
 // "arguments". The walk reuses its buffers: a path is made into a string
 // only for a finding.
 func Arguments(args []byte, creds []Credential) []ArgFinding {
-	w := argWalk{creds: creds}
+	buf := strBufs.Get().(*[]byte)
+	w := argWalk{creds: creds, str: *buf}
+	defer func() {
+		if cap(w.str) <= 1<<20 {
+			*buf = w.str[:0]
+			strBufs.Put(buf)
+		}
+	}()
 	for _, c := range creds {
 		w.values = append(w.values, []byte(c.Value))
 	}
@@ -228,6 +236,11 @@ func Arguments(args []byte, creds []Credential) []ArgFinding {
 	sort.SliceStable(w.out, func(i, j int) bool { return w.out[i].Path < w.out[j].Path })
 	return w.out
 }
+
+// strBufs are the buffers Arguments unquotes strings into, kept from call
+// to call: one made per call is as large as its largest string (a sixth of
+// what a session of large calls allocated). A finding keeps no part of it.
+var strBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 type argWalk struct {
 	creds  []Credential

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -158,4 +160,38 @@ func TestCagedCredentials(t *testing.T) {
 	if got := CagedCredentials(dir, "notes", nil, func(k string) string { return env[k] }); len(got) != 0 {
 		t.Errorf("after the record was cleared: %+v", got)
 	}
+}
+
+// TestArgumentsBuffersShareNothing: Arguments keeps its unquoting buffer
+// between calls; calls at once, with a secret at a different place in a
+// string of a different length each, find what each finds alone.
+func TestArgumentsBuffersShareNothing(t *testing.T) {
+	var args [][]byte
+	for i := range 30 {
+		pad := strings.Repeat("\\n word", i*300)
+		args = append(args, []byte(`{"a":"`+pad+`","b":`+q("x "+ghp)+`}`))
+		args = append(args, []byte(`{"a":"`+pad+` `+ghp[:10]+`","b":`+q(pad)+`}`))
+	}
+	want := make([][]ArgFinding, len(args))
+	for i, a := range args {
+		want[i] = Arguments(a, nil)
+		if (len(want[i]) == 1) != (i%2 == 0) {
+			t.Fatalf("arguments %d alone: %+v", i, want[i])
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for r := range 10 {
+				for k := range args {
+					i := (k + g*5 + r) % len(args)
+					if got := Arguments(args[i], nil); !slices.Equal(got, want[i]) {
+						t.Errorf("arguments %d: %+v, alone %+v", i, got, want[i])
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
