@@ -176,6 +176,60 @@ func (sc *scanner) checkEncoded(s string) {
 	}
 }
 
+// runEncoding says whether a run is hex, and otherwise which base64 it is.
+func runEncoding(run string) (isHex bool, enc *base64.Encoding) {
+	isHex = len(run)%2 == 0
+	for i := 0; i < len(run) && isHex; i++ {
+		isHex = isHexByte(run[i])
+	}
+	if strings.ContainsAny(run, "-_") {
+		return isHex, base64.RawURLEncoding
+	}
+	return isHex, base64.RawStdEncoding
+}
+
+// notText reports a run whose start already decodes to what is not text,
+// so that decodeRun need not decode it all: a long result often carries
+// binary data as base64 (an image, a file), and its whole decoding was
+// garbage. The start is decoded on its own (whole groups of characters),
+// and what decodeRun would then refuse for the whole it refuses here: a
+// decoding error, or bytes that are not UTF-8 before a last rune that the
+// start may cut.
+func notText(run string) bool {
+	const chars = 96 // 48 bytes of hex, 72 of base64
+	isHex, enc := runEncoding(run)
+	if !isHex {
+		run = strings.TrimRight(run, "=") // as decodeRun decodes it
+	}
+	if len(run) <= chars {
+		return false
+	}
+	var src [chars]byte
+	var dst [chars]byte
+	copy(src[:], run)
+	var n int
+	var err error
+	if isHex {
+		n, err = hex.Decode(dst[:], src[:])
+	} else {
+		n, err = enc.Decode(dst[:], src[:])
+	}
+	if err != nil {
+		return true
+	}
+	b := dst[:n]
+	// A rune the start cuts begins in its last 3 bytes.
+	for k := n - 1; k >= max(0, n-(utf8.UTFMax-1)); k-- {
+		if utf8.RuneStart(b[k]) {
+			if !utf8.FullRune(b[k:]) {
+				b = b[:k]
+			}
+			break
+		}
+	}
+	return !utf8.Valid(b)
+}
+
 // encodedRuns returns runs of 24 or more characters of the base64 alphabet
 // (standard or URL-safe, padding allowed) that contain at least one
 // character that is not a hex digit or at least one letter, and runs of 32 or
@@ -259,12 +313,18 @@ func innerRuns(run string) []string {
 	return out
 }
 
+// decodeRun decodes a hex or base64 run, and returns what it decodes to
+// when that is text.
 func decodeRun(run string) (string, bool) {
-	isHex := len(run)%2 == 0
-	for i := 0; i < len(run) && isHex; i++ {
-		c := run[i]
-		isHex = c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+	if notText(run) {
+		return "", false
 	}
+	return decodeWhole(run)
+}
+
+// decodeWhole is decodeRun without notText's look at the start first.
+func decodeWhole(run string) (string, bool) {
+	isHex, enc := runEncoding(run)
 	var b []byte
 	var err error
 	if isHex {
@@ -273,12 +333,7 @@ func decodeRun(run string) (string, bool) {
 		}
 		b, err = hex.DecodeString(run)
 	} else {
-		t := strings.TrimRight(run, "=")
-		if strings.ContainsAny(t, "-_") {
-			b, err = base64.RawURLEncoding.DecodeString(t)
-		} else {
-			b, err = base64.RawStdEncoding.DecodeString(t)
-		}
+		b, err = enc.DecodeString(strings.TrimRight(run, "="))
 	}
 	if err != nil || !utf8.Valid(b) {
 		return "", false
