@@ -71,6 +71,7 @@ func scriptBare() {
 }
 
 func bareMain(args []string) int {
+	tuneSessionGC() // as runRun
 	io := systemStreams()
 	fs := pflag.NewFlagSet("mcpcage-bare", pflag.ContinueOnError)
 	fs.SetOutput(io.ErrOut)
