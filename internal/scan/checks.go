@@ -188,16 +188,16 @@ func runEncoding(run string) (isHex bool, enc *base64.Encoding) {
 	return isHex, base64.RawStdEncoding
 }
 
-// notText reports a run whose start already decodes to what is not text,
+// notText reports a run (of the encoding isHex and enc say, runEncoding)
+// whose start already decodes to what is not text,
 // so that decodeRun need not decode it all: a long result often carries
 // binary data as base64 (an image, a file), and its whole decoding was
 // garbage. The start is decoded on its own (whole groups of characters),
 // and what decodeRun would then refuse for the whole it refuses here: a
 // decoding error, or bytes that are not UTF-8 before a last rune that the
 // start may cut.
-func notText(run string) bool {
+func notText(run string, isHex bool, enc *base64.Encoding) bool {
 	const chars = 96 // 48 bytes of hex, 72 of base64
-	isHex, enc := runEncoding(run)
 	if !isHex {
 		run = strings.TrimRight(run, "=") // as decodeRun decodes it
 	}
@@ -316,15 +316,16 @@ func innerRuns(run string) []string {
 // decodeRun decodes a hex or base64 run, and returns what it decodes to
 // when that is text.
 func decodeRun(run string) (string, bool) {
-	if notText(run) {
+	isHex, enc := runEncoding(run)
+	if notText(run, isHex, enc) {
 		return "", false
 	}
-	return decodeWhole(run)
+	return decodeWhole(run, isHex, enc)
 }
 
-// decodeWhole is decodeRun without notText's look at the start first.
-func decodeWhole(run string) (string, bool) {
-	isHex, enc := runEncoding(run)
+// decodeWhole is decodeRun without notText's look at the start first;
+// isHex and enc are the run's (runEncoding).
+func decodeWhole(run string, isHex bool, enc *base64.Encoding) (string, bool) {
 	var b []byte
 	var err error
 	if isHex {

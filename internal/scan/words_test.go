@@ -337,11 +337,12 @@ func TestNotTextRefusesOnlyWhatDecodeRefuses(t *testing.T) {
 		default:
 			run = base64.StdEncoding.EncodeToString(b) + strings.Repeat("=", rng.IntN(3))
 		}
-		if !notText(run) {
+		isHex, enc := runEncoding(run)
+		if !notText(run, isHex, enc) {
 			continue
 		}
 		refused++
-		if dec, ok := decodeWhole(run); ok {
+		if dec, ok := decodeWhole(run, isHex, enc); ok {
 			t.Fatalf("notText refused %q, which decodes to the text %q", run, dec)
 		}
 	}
@@ -359,10 +360,11 @@ func FuzzNotTextRefusesOnlyWhatDecodeRefuses(f *testing.F) {
 		f.Add(hex.EncodeToString([]byte(b)))
 	}
 	f.Fuzz(func(t *testing.T, run string) {
-		if !notText(run) {
+		isHex, enc := runEncoding(run)
+		if !notText(run, isHex, enc) {
 			return
 		}
-		if dec, ok := decodeWhole(run); ok {
+		if dec, ok := decodeWhole(run, isHex, enc); ok {
 			t.Fatalf("notText refused %q, which decodes to the text %q", run, dec)
 		}
 	})
