@@ -462,13 +462,51 @@ func hostSocket(t *testing.T, path, hello string) {
 	}()
 }
 
+// hostDatagram listens on a Unix datagram socket at path, as journald,
+// syslog or a notify socket does, and sends what reaches it on got. The
+// socket and its folder belong to the cage's user, as in hostSocket.
+func hostDatagram(t *testing.T, path string, got chan<- string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	var uid, gid int
+	fmt.Sscanf(User(), "%d:%d", &uid, &gid)
+	for _, p := range []string{filepath.Dir(path), path} {
+		if err := os.Lchown(p, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() {
+		buf := make([]byte, 256)
+		for {
+			n, _, err := c.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			select {
+			case got <- string(buf[:n]):
+			default:
+			}
+		}
+	}()
+}
+
 // TestEscapeUnixSocket: a tmux-like and an ssh-agent-like socket of the
 // host, in a folder mounted read-only and in one mounted :rw, cannot be
-// connected to; socketpair still works.
+// connected to, and a datagram socket there (journald, syslog, notify)
+// cannot be written to from a SOCK_DGRAM socketpair; a stream socketpair
+// still works.
 func TestEscapeUnixSocket(t *testing.T) {
 	cli, img := dockerAndProbe(t)
-	var socks []string
+	var socks, grams []string
 	var mounts []Mount
+	heard := make(chan string, 16)
 	for _, rw := range []bool{false, true} {
 		dir := t.TempDir()
 		// Writable by the cage's user when mounted :rw (else the mount
@@ -484,10 +522,23 @@ func TestEscapeUnixSocket(t *testing.T) {
 		agent := filepath.Join(dir, "ssh-XXXXq1w2e3", "agent.4242")
 		hostSocket(t, tmux, "tmux")
 		hostSocket(t, agent, "ssh-agent")
+		journal := filepath.Join(dir, "journal", "socket")
+		hostDatagram(t, journal, heard)
 		socks = append(socks, tmux, agent)
+		grams = append(grams, journal)
 		mounts = append(mounts, Mount{Source: dir, Target: dir, Writable: rw})
 	}
 	caged := startProbe(t, cli, Spec{Image: img, Mounts: mounts}, nil)
+	for _, g := range grams {
+		if r := caged.held("dgram", g); !strings.Contains(r.Detail, "socketpair: operation not permitted") {
+			t.Errorf("a datagram to %s should fail at socketpair(2) with EPERM, got %q", g, r.Detail)
+		}
+	}
+	select {
+	case m := <-heard:
+		t.Errorf("a host datagram socket received %q from the cage", m)
+	default:
+	}
 	for _, s := range socks {
 		// Refused by seccomp (EPERM), not by a file mode.
 		if r := caged.held("unix", s); !strings.Contains(r.Detail, "socket: operation not permitted") {
@@ -505,6 +556,14 @@ func TestEscapeUnixSocket(t *testing.T) {
 	})
 	for _, s := range socks {
 		plain.escapes("unix", s)
+	}
+	for _, g := range grams {
+		plain.escapes("dgram", g)
+		select {
+		case <-heard:
+		case <-time.After(5 * time.Second):
+			t.Errorf("control: the host socket %s heard nothing", g)
+		}
 	}
 }
 

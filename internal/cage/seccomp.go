@@ -28,8 +28,11 @@ var seccompJSON []byte
 // Unix socket in it, so any mounted folder holding a tmux, ssh-agent, D-Bus or
 // X11 socket would hand the server a way to run code on the host; without
 // the socket call there is nothing to connect with. socketpair(2), which
-// runtimes use for their own child processes, stays allowed: its two ends are
-// connected to each other and to nothing else. socket(AF_UNIX, ...) fails
+// runtimes use for their own child processes, stays allowed for SOCK_STREAM
+// and SOCK_SEQPACKET (the type masked with 0xf, so the CLOEXEC and NONBLOCK
+// flags pass): their two ends are connected to each other and to nothing
+// else. A SOCK_DGRAM end could sendto(2) any datagram socket in a mounted
+// folder (journald, syslog, a notify socket), so that type is refused. socket(AF_UNIX, ...) fails
 // with the profile's default answer, EPERM (an explicit refusal rule next to
 // the allow rules of the other domains is rejected by libseccomp 2.5 with
 // EEXIST, so the default does it). socketcall(2), the multiplexer

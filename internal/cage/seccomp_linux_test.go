@@ -17,7 +17,7 @@ import (
 
 // cageSeccomp derives the cage's profile (seccomp.json) from the engine's
 // default: the default with every way it lets socket(AF_UNIX) through taken
-// out (SeccompProfile says why).
+// out, and socketpair held to connected types (SeccompProfile says why).
 func cageSeccomp() ([]byte, error) {
 	p := seccomp.DefaultProfile()
 	var rules []*seccomp.Syscall
@@ -26,7 +26,9 @@ func cageSeccomp() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		rules = append(rules, out...)
+		for _, o := range out {
+			rules = append(rules, connectedSocketpairs(o)...)
+		}
 	}
 	p.Syscalls = rules
 	b, err := json.MarshalIndent(p, "", "\t")
@@ -104,6 +106,39 @@ func withoutUnixSockets(r *seccomp.Syscall) ([]*seccomp.Syscall, error) {
 	return nil, fmt.Errorf("seccomp profile: a socket rule (%s %d) would let AF_UNIX through", a.Op, a.Value)
 }
 
+// socketTypeMask is the part of socket(2)'s type argument that names the
+// type; SOCK_NONBLOCK and SOCK_CLOEXEC lie above it.
+const socketTypeMask = 0xf
+
+// connectedSocketpairs returns rule r with socketpair taken out of it and
+// allowed again only for SOCK_STREAM and SOCK_SEQPACKET (flag bits masked
+// off): both ends of such a pair are connected to each other for good, and
+// connect(2) or a sendto(2) address on them is refused or ignored. A
+// SOCK_DGRAM end can be pointed at any socket path the cage sees.
+func connectedSocketpairs(r *seccomp.Syscall) []*seccomp.Syscall {
+	if r.Action != specs.ActAllow || !slices.Contains(r.Names, "socketpair") {
+		return []*seccomp.Syscall{r}
+	}
+	var out []*seccomp.Syscall
+	keep := *r
+	keep.Names = slices.DeleteFunc(slices.Clone(r.Names), func(n string) bool { return n == "socketpair" })
+	if len(keep.Names) > 0 {
+		out = append(out, &keep)
+	}
+	for _, typ := range []uint64{unix.SOCK_STREAM, unix.SOCK_SEQPACKET} {
+		out = append(out, &seccomp.Syscall{
+			LinuxSyscall: specs.LinuxSyscall{
+				Names:  []string{"socketpair"},
+				Action: specs.ActAllow,
+				Args:   []specs.LinuxSeccompArg{{Index: 1, Value: socketTypeMask, ValueTwo: typ, Op: specs.OpMaskedEqual}},
+			},
+			Includes: r.Includes,
+			Excludes: r.Excludes,
+		})
+	}
+	return out
+}
+
 func socketRule(like *seccomp.Syscall, domain uint64, op specs.LinuxSeccompOperator) *seccomp.Syscall {
 	return &seccomp.Syscall{
 		LinuxSyscall: specs.LinuxSyscall{
@@ -155,6 +190,30 @@ func admits(r *seccomp.Syscall, domain uint64) bool {
 	return true
 }
 
+// admitsSocketpair reports whether a rule of p lets socketpair(AF_UNIX,
+// typ, 0) through.
+func admitsSocketpair(p *seccomp.Seccomp, typ uint64) bool {
+	for _, r := range p.Syscalls {
+		if r.Action != specs.ActAllow || !slices.Contains(r.Names, "socketpair") {
+			continue
+		}
+		ok := true
+		for _, a := range r.Args {
+			switch {
+			case a.Index != 1:
+			case a.Op == specs.OpMaskedEqual:
+				ok = ok && typ&a.Value == a.ValueTwo
+			default:
+				ok = false // a shape this test does not know: not counted as allowed
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
 // TestSeccompProfileNoUnixSocket: the profile the cage sends lets no rule
 // admit socket(AF_UNIX), nor socketcall or io_uring (which would create one
 // out of seccomp's sight), and keeps every other domain and call the
@@ -189,8 +248,19 @@ func TestSeccompProfileNoUnixSocket(t *testing.T) {
 			t.Errorf("%s is allowed", call)
 		}
 	}
-	if !allowed(&got, "socketpair") {
-		t.Error("socketpair is not allowed")
+	// socketpair: only for the connected types, whatever flags are added.
+	for _, c := range []struct {
+		typ  uint64
+		want bool
+	}{
+		{unix.SOCK_STREAM, true}, {unix.SOCK_SEQPACKET, true},
+		{unix.SOCK_STREAM | unix.SOCK_CLOEXEC | unix.SOCK_NONBLOCK, true},
+		{unix.SOCK_DGRAM, false}, {unix.SOCK_DGRAM | unix.SOCK_CLOEXEC, false}, {unix.SOCK_RAW, false},
+		{unix.SOCK_RDM, false}, {unix.SOCK_DGRAM | unix.SOCK_NONBLOCK, false},
+	} {
+		if got := admitsSocketpair(&got, c.typ); got != c.want {
+			t.Errorf("socketpair(AF_UNIX, %#x): allowed %v, want %v", c.typ, got, c.want)
+		}
 	}
 	def := seccomp.DefaultProfile()
 	for d := uint64(unix.AF_UNSPEC + 1); d < unix.AF_MAX; d++ { // AF_UNSPEC creates nothing
@@ -205,7 +275,7 @@ func TestSeccompProfileNoUnixSocket(t *testing.T) {
 	}
 	for _, r := range def.Syscalls {
 		for _, n := range r.Names {
-			if n != "socket" && n != "socketcall" && r.Action == specs.ActAllow && len(r.Args) == 0 && r.Includes == nil && !allowed(&got, n) {
+			if n != "socket" && n != "socketcall" && n != "socketpair" && r.Action == specs.ActAllow && len(r.Args) == 0 && r.Includes == nil && !allowed(&got, n) {
 				t.Errorf("%s lost", n)
 			}
 		}

@@ -25,6 +25,8 @@
 //	unix T=path       a connection to the Unix socket T opens and answers
 //	socketpair        a connected pair of Unix sockets can be made (this
 //	                  one is not a way out: "escaped" means it works)
+//	dgram T=path      a datagram reaches the Unix datagram socket T from an
+//	                  end of a SOCK_DGRAM socketpair (sendto, then connect)
 //	env T=NAME        the variable NAME is set (detail: SHA-256 of its value)
 //	dns T=name        the name resolves (detail: its addresses)
 //	https T=url       a GET of T answers 200, straight (detail: the body)
@@ -506,6 +508,24 @@ func probe(check, target string) (bool, string) {
 			return false, errDetail(err)
 		}
 		return true, "a socketpair carries data"
+	case "dgram":
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return false, "socketpair: " + errDetail(err)
+		}
+		defer syscall.Close(fds[0])
+		defer syscall.Close(fds[1])
+		to := &syscall.SockaddrUnix{Name: target}
+		if err := syscall.Sendto(fds[0], []byte("dgram-sendto"), 0, to); err == nil {
+			return true, "sendto delivered to " + target
+		}
+		if err := syscall.Connect(fds[0], to); err != nil {
+			return false, "connect: " + errDetail(err)
+		}
+		if _, err := syscall.Write(fds[0], []byte("dgram-connect")); err != nil {
+			return false, "write: " + errDetail(err)
+		}
+		return true, "connected and wrote to " + target
 	case "socket":
 		for _, p := range []string{"/var/run/docker.sock", "/run/docker.sock"} {
 			if _, err := os.Stat(p); err == nil {
