@@ -50,6 +50,8 @@ type auditPolicy struct {
 	version string
 	stderr  io.Writer
 	tally   *tally // the scanner's findings, by response id
+	tasks   *tasks // the tasks calls started
+	flood   *flood // bounds the refused records a server can cause
 	stopped func() (string, int)
 	session string
 	start   time.Time
@@ -259,6 +261,9 @@ func (p *auditPolicy) Observe(ctx context.Context, s *proxy.Session, ev *proxy.E
 			c, ok := p.pending[m.ID.Key()]
 			delete(p.pending, m.ID.Key())
 			p.mu.Unlock()
+			if ok && m.Error == nil {
+				p.tasks.started(m.Result, taskCall{tool: c.tool, n: c.n, args: c.args})
+			}
 			if ok {
 				c.result = m.Result // findings are counted on what the server sent
 				if m.Error != nil {
@@ -284,21 +289,84 @@ func (p *auditPolicy) Observe(ctx context.Context, s *proxy.Session, ev *proxy.E
 				if durable(holds) {
 					return // nothing to wait for: delivered by the pump at once
 				}
-				id := m.ID
-				ev.Hold(func() []byte {
-					for _, rec := range holds {
-						if _, err := rec.Wait(); err != nil {
-							p.appendFailed(err)
-							return jsonrpc.NewErrorResponse(id, jsonrpc.CodeBlocked,
-								"mcpcage withheld the answer to tools/call: its audit record could not be written, and no answer goes unrecorded. Run `mcpcage audit verify`.", nil)
-						}
-					}
-					return nil
-				})
+				p.holdFor(ev, holds)
 			}
 			return
+		case "tasks/result":
+			p.holdFor(ev, []*audit.Pending{p.taskResult(ev, final, v)})
 		}
 	}
+}
+
+// holdFor makes the answer of ev wait, off the server's pump, until recs
+// are on disk; if one cannot be written, the client gets an error instead.
+func (p *auditPolicy) holdFor(ev *proxy.Event, recs []*audit.Pending) {
+	if durable(recs) {
+		return // nothing to wait for: delivered by the pump at once
+	}
+	id, method := ev.Msg.ID, ev.Method
+	ev.Hold(func() []byte {
+		for _, rec := range recs {
+			if _, err := rec.Wait(); err != nil {
+				p.appendFailed(err)
+				return jsonrpc.NewErrorResponse(id, jsonrpc.CodeBlocked,
+					"mcpcage withheld the answer to "+method+": its audit record could not be written, and no answer goes unrecorded. Run `mcpcage audit verify`.", nil)
+			}
+		}
+		return nil
+	})
+}
+
+// taskRecord is the fields of a "task_result" record: the outcome of a
+// task's result (tasks/result), with the number, tool and argument
+// fingerprint of the tools/call that started the task (n 0 when that call
+// is not known to this session).
+type taskRecord struct {
+	Args     string `json:"args,omitempty"`
+	By       string `json:"by"`
+	Code     *int   `json:"code,omitempty"`
+	Findings int    `json:"findings"`
+	N        int    `json:"n"`
+	Outcome  string `json:"outcome"`
+	Server   string `json:"server"`
+	Session  string `json:"session"`
+	Task     string `json:"task"`
+	Tool     string `json:"tool,omitempty"`
+}
+
+// taskResult records the answer to a tasks/result: its findings come from
+// the scanner's tally, like a call's.
+func (p *auditPolicy) taskResult(ev *proxy.Event, final *jsonrpc.Message, v proxy.Verdict) *audit.Pending {
+	p.ensureStarted("")
+	m := ev.Msg
+	c, _ := p.tasks.get(ev.Target)
+	f := taskRecord{Session: p.session, Server: p.name, Task: clip(ev.Target, 128), N: c.n, Tool: c.tool, Args: c.args, By: "server"}
+	if v.Action == proxy.Replace || v.Action == proxy.Drop {
+		f.By = "mcpcage"
+	}
+	switch {
+	case v.Action == proxy.Drop:
+		f.Outcome = "dropped"
+	case final.Error != nil:
+		f.Outcome = "error"
+		code := final.Error.Code
+		f.Code = &code
+	default:
+		var r struct {
+			IsError bool `json:"isError"`
+		}
+		_ = json.Unmarshal(final.Result, &r, json.RejectUnknownMembers(false))
+		f.Outcome = "ok"
+		if r.IsError {
+			f.Outcome = "is_error"
+		}
+	}
+	raw := m.Result
+	if m.Error != nil {
+		raw = m.Raw
+	}
+	f.Findings = p.tally.findings(m.ID.Key(), raw)
+	return p.log.Add("task_result", f)
 }
 
 // durable says whether every record of recs is on disk already.
@@ -321,6 +389,9 @@ func durable(recs []*audit.Pending) bool {
 // names a position or a member name, never a value; the line itself is not
 // kept.
 func (p *auditPolicy) ObserveRefusal(ctx context.Context, s *proxy.Session, r proxy.Refusal) {
+	if r.Dir == proxy.ServerToClient && p.flood != nil && !p.flood.pass("refused", nil) {
+		return // the server's flood of bad lines: summed up (reports_held)
+	}
 	p.ensureStarted("")
 	from := "client"
 	if r.Dir == proxy.ServerToClient {

@@ -5,17 +5,22 @@
 //
 //  1. silence: answers the client when the server says nothing at all
 //     within Config.StartTimeout (a server that needs the network).
-//  2. pins (internal/pin): hides filtered tools, pins definitions on first
-//     use and locks the session when they drift; answers lists itself.
-//  3. argument secrets (secrets.go): refuses a tools/call whose arguments
+//  2. scanner (results.go): scans every message the server sends, whatever
+//     its method (answers, errors, requests, notifications, a task's
+//     result), every string at any depth but the members MCP defines as
+//     binary, with internal/scan; reports on stderr and in the audit log
+//     (bounded per kind of message: flood.go); withholds under
+//     --block-results. It comes before the pins so that nothing they
+//     rewrite (an initialize answer without its instructions) goes
+//     unscanned.
+//  3. pins (internal/pin): hides filtered tools, pins definitions on first
+//     use and locks the session when they drift; answers lists itself (an
+//     error the server answered a list with passes the scanner first).
+//  4. argument secrets (secrets.go): refuses a tools/call whose arguments
 //     carry a private key, a token or another caged server's credential.
-//  4. scanner: scans what the server sends towards the model or the user
-//     (results, errors, its own sampling and elicitation requests, log and
-//     progress notifications) with internal/scan; reports on stderr and, for
-//     the server's own messages, in a server_message audit record; withholds
-//     under --block-results.
-//  5. audit (internal/audit): records calls, blocks, refusals and the
-//     others' events in the hash-chained log; never changes a message.
+//  5. audit (internal/audit): records calls, a task's result onto the call
+//     that started it, blocks, refusals and the others' events in the
+//     hash-chained log; never changes a message.
 //
 // The first policy whose verdict is not Forward ends the walk for that
 // message; observers (audit) still see the final outcome. Policies do not
@@ -28,8 +33,9 @@
 //   - A policy: a type in this package with Inspect (and Observe, Lifecycle
 //     or ObserveRefusal as it needs), built in New and placed in the list New
 //     returns at the point of the run order where it belongs.
-//   - A scanner input: a case in scanner.Inspect (results.go) naming the
-//     message and the strings in it; its findings go through report.
+//   - A scanner input: nothing to add; every message from the server is
+//     scanned whole. A member known to be binary is left out in
+//     internal/scan (binaryMember), nowhere else.
 //   - An audit record kind: a method of auditPolicy (audit.go) that calls
 //     p.append(kind, fields) with names and counts, never values, and a case
 //     in cmd/mcpcage's formatRecord if `audit show` should say more than
@@ -108,8 +114,10 @@ func New(cfg Config) ([]proxy.Policy, error) {
 	// not in the path of the first message scanned (a tools/call result
 	// when the pins are known).
 	go scan.Rules()
-	tally := newTally()
-	rec.tally = tally
+	tally, tasks := newTally(), newTasks()
+	rec.tally, rec.tasks = tally, tasks
+	rec.flood = newFlood(cfg.Name, cfg.Stderr, rec.event)
+	sc := &scanner{name: cfg.Name, stderr: cfg.Stderr, block: cfg.BlockResults, tally: tally, tasks: tasks, flood: rec.flood, event: rec.event}
 	if cfg.Attach != nil {
 		cfg.Attach(rec.event)
 	}
@@ -119,8 +127,9 @@ func New(cfg Config) ([]proxy.Policy, error) {
 		Launch:  cfg.Launch,
 		Strict:  cfg.Strict,
 		Filter:  cfg.Filter,
-		Event:   rec.event,
-		Decided: rec.decided,
+		Event:      rec.event,
+		Decided:    rec.decided,
+		RelayError: sc.relayError,
 		HighFindings: func(k pin.Kind, item []byte, list []jsontext.Value) int {
 			return scan.Count(ScanItem(k, item, list, others(cfg)), scan.High)
 		},
@@ -140,9 +149,9 @@ func New(cfg Config) ([]proxy.Policy, error) {
 	}
 	return []proxy.Policy{
 		newSilence(cfg),
+		sc,
 		pins,
 		argSecrets,
-		&scanner{name: cfg.Name, stderr: cfg.Stderr, block: cfg.BlockResults, tally: tally, event: rec.event},
 		rec,
 	}, nil
 }

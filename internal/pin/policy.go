@@ -46,6 +46,10 @@ type Config struct {
 	// records blocks and the definitions a call was made against), so that
 	// nobody has to read the policy's reply bytes to learn what it decided.
 	Decided func(Decision)
+	// RelayError, when set, sees an error the server answered a list with
+	// before it is passed on to the client, and returns what is passed on
+	// instead (itself, or mcpcage's own error when it is withheld).
+	RelayError func(method string, e *jsonrpc.Error) *jsonrpc.Error
 	// Limits; zero means the Default values.
 	MaxPages, MaxBytes, MaxItems int
 	WalkTimeout                  time.Duration
@@ -269,7 +273,11 @@ func (p *Policy) list(ctx context.Context, s *proxy.Session, m *jsonrpc.Message,
 	items, err := p.refresh(ctx, s, k)
 	var se *serverError
 	if errors.As(err, &se) {
-		return reply(errorMsg(m.ID, se.e.Code, se.e.Message))
+		e := se.e
+		if p.cfg.RelayError != nil {
+			e = p.cfg.RelayError(m.Method, e)
+		}
+		return reply(errorMsg(m.ID, e.Code, e.Message))
 	}
 	if err != nil {
 		return p.block(m, fmt.Sprintf("mcpcage blocked %s: %v", m.Method, err))

@@ -30,6 +30,14 @@ func requestTarget(m *jsonrpc.Message) string {
 		raw = m.Name
 	case "resources/read":
 		raw = m.URI
+	case "tasks/result", "tasks/get", "tasks/cancel":
+		jsonrpc.Members(m.Params, func(name string, value []byte) bool {
+			if name == "taskId" {
+				raw = value
+				return false
+			}
+			return true
+		})
 	}
 	t, _ := jsonrpc.String(raw)
 	if len(t) > maxTarget {

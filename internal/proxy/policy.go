@@ -61,9 +61,9 @@ type Event struct {
 	Msg *jsonrpc.Message
 	// For a response: the method of the request it answers (the proxy
 	// tracks the peers' pending request ids), and what that request named:
-	// its params' "name" (tools/call, prompts/get) or "uri"
-	// (resources/read) when a string, the first maxTarget bytes of it; both
-	// empty when unknown. A request's params are not kept while it waits
+	// its params' "name" (tools/call, prompts/get), "uri" (resources/read)
+	// or "taskId" (tasks/result, tasks/get, tasks/cancel) when a string, the
+	// first maxTarget bytes of it; both empty when unknown. A request's params are not kept while it waits
 	// for its answer: they can be as large as the line limit.
 	Method string
 	Target string
