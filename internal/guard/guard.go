@@ -122,11 +122,11 @@ func New(cfg Config) ([]proxy.Policy, error) {
 		cfg.Attach(rec.event)
 	}
 	pins := pin.New(pin.Config{
-		Store:   PinStore(cfg.Home),
-		Name:    cfg.Name,
-		Launch:  cfg.Launch,
-		Strict:  cfg.Strict,
-		Filter:  cfg.Filter,
+		Store:      PinStore(cfg.Home),
+		Name:       cfg.Name,
+		Launch:     cfg.Launch,
+		Strict:     cfg.Strict,
+		Filter:     cfg.Filter,
 		Event:      rec.event,
 		Decided:    rec.decided,
 		RelayError: sc.relayError,
