@@ -389,7 +389,7 @@ func durable(recs []*audit.Pending) bool {
 // names a position or a member name, never a value; the line itself is not
 // kept.
 func (p *auditPolicy) ObserveRefusal(ctx context.Context, s *proxy.Session, r proxy.Refusal) {
-	if r.Dir == proxy.ServerToClient && p.flood != nil && !p.flood.pass("refused", nil) {
+	if r.Dir == proxy.ServerToClient && p.flood != nil && !p.flood.pass("refused lines", nil) {
 		return // the server's flood of bad lines: summed up (reports_held)
 	}
 	p.ensureStarted("")

@@ -49,9 +49,12 @@ func newFlood(server string, stderr io.Writer, event func(string, map[string]any
 // them all, so that a server cannot make a fresh kind per message.
 func floodKind(what, method string) string {
 	if !protocolMethods[method] {
-		method = "(other methods)"
+		method = "other methods"
 	}
-	return what + " " + method
+	if what == "answer" {
+		return "answers to " + method
+	}
+	return method
 }
 
 // pass reports whether a report of kind, with findings fs, is written in
@@ -111,8 +114,8 @@ func (f *flood) drain() {
 
 func (f *flood) summary(kind string, c *floodCount, now time.Time) {
 	secs := int(now.Sub(c.since).Round(time.Second) / time.Second)
-	untrusted.Fprintf(f.stderr, "mcpcage: %q: %d more report(s) of %s (%d high-severity finding(s)) in %ds were not written one by one (the first %d were); each message was still checked\n",
-		f.server, c.held, kind, c.high, secs, floodInFull)
+	untrusted.Fprintf(f.stderr, "mcpcage: %q: %d more of %s in %ds were not reported one by one (the first %d were; %d high-severity findings among them); each was still checked\n",
+		f.server, c.held, kind, secs, floodInFull, c.high)
 	if f.event != nil {
 		f.event("reports_held", map[string]any{"server": f.server, "of": kind, "held": c.held, "high": c.high, "seconds": secs})
 	}
