@@ -153,3 +153,69 @@ func TestBinaryMembersOnly(t *testing.T) {
 		t.Errorf("text in a data member of a text block: verdict %d, want Replace", a)
 	}
 }
+
+// TestEveryClientMessage: a GitHub token in anything the client sends the
+// server is refused, whatever the method, in every protocol era's schema:
+// a request is answered with -32001 and not sent, a notification dropped,
+// the client's answer to each of the server's requests replaced with an
+// error; a split token and one in params.inputResponses are refused too.
+func TestEveryClientMessage(t *testing.T) {
+	const token = "ghp_aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6"
+	errOut := &lockedBuffer{}
+	// The argument check alone: in a whole chain the pins answer calls of
+	// unknown tools first.
+	check, err := NewArgSecrets(SecretsConfig{Name: "every", Home: t.TempDir(), Stderr: errOut})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := []proxy.Policy{check}
+	ctx := context.Background()
+	sess := &proxy.Session{Name: "every"}
+	n := 0
+	for _, sm := range schemaMethods(t) {
+		switch sm.who {
+		case "client-request":
+			for _, params := range []string{`{"name":"t","uri":"file:///x?k=` + token + `"}`, `{"name":"t","arguments":{"deep":[{"v":"` + token + `"}]}}`} {
+				ev := &proxy.Event{Dir: proxy.ClientToServer, Msg: parse(t, `{"jsonrpc":"2.0","id":3,"method":"`+sm.method+`","params":`+params+`}`)}
+				if v := chainOf(ctx, sess, ps, ev); v.Action != proxy.Reply {
+					t.Errorf("%s: the client's request %s with a token: verdict %d, want Reply (refused)", sm.version, sm.method, v.Action)
+				}
+				n++
+			}
+		case "client-notification":
+			ev := &proxy.Event{Dir: proxy.ClientToServer, Msg: parse(t, `{"jsonrpc":"2.0","method":"`+sm.method+`","params":{"reason":"`+token+`"}}`)}
+			if v := chainOf(ctx, sess, ps, ev); v.Action != proxy.Drop {
+				t.Errorf("%s: the client's notification %s with a token: verdict %d, want Drop", sm.version, sm.method, v.Action)
+			}
+			n++
+		case "server-request":
+			ev := &proxy.Event{Dir: proxy.ClientToServer, Method: sm.method,
+				Msg: parse(t, `{"jsonrpc":"2.0","id":"s1","result":{"content":{"type":"text","text":"here: `+token+`"}}}`)}
+			if v := chainOf(ctx, sess, ps, ev); v.Action != proxy.Replace {
+				t.Errorf("%s: the client's answer to %s with a token: verdict %d, want Replace (withheld)", sm.version, sm.method, v.Action)
+			}
+			n++
+		}
+	}
+	// The stateless era's answers to a server's input requests ride on the
+	// retried request.
+	ev := &proxy.Event{Dir: proxy.ClientToServer, Msg: parse(t, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"t","arguments":{},"inputResponses":{"r1":{"action":"accept","content":{"pat":"`+token+`"}}}}}`)}
+	if v := chainOf(ctx, sess, ps, ev); v.Action != proxy.Reply {
+		t.Errorf("params.inputResponses with a token: verdict %d, want Reply", v.Action)
+	}
+	// A token split over two calls: the second is refused.
+	first := &proxy.Event{Dir: proxy.ClientToServer, Msg: parse(t, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"t","arguments":{"text":"note `+token[:14]+`"}}}`)}
+	second := &proxy.Event{Dir: proxy.ClientToServer, Msg: parse(t, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"t","arguments":{"text":"`+token[14:]+`"}}}`)}
+	if v := chainOf(ctx, sess, ps, first); v.Action != proxy.Forward {
+		t.Errorf("the first piece alone: verdict %d, want Forward", v.Action)
+	}
+	if v := chainOf(ctx, sess, ps, second); v.Action != proxy.Reply {
+		t.Errorf("the second piece: verdict %d, want Reply", v.Action)
+	}
+	if n < 60 {
+		t.Fatalf("only %d messages checked", n)
+	}
+	if strings.Contains(errOut.String(), token[4:]) {
+		t.Error("stderr shows the token")
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
 	"github.com/mcpcage/mcpcage/internal/proxy"
@@ -27,14 +29,25 @@ type SecretsConfig struct {
 	Getenv func(string) string
 }
 
-// argSecrets refuses a tools/call whose arguments hold a secret: a private
-// key, a token of a well-known shape, or the value of a credential mcpcage
-// passes to another caged server. The call never reaches the server; the
-// client gets a -32001 error that names the kind and how to allow it, and
-// the audit log gets the kind and the argument path, never the value.
+// argSecrets refuses what the client sends the server when it holds a
+// secret: a private key, a token of a well-known shape, or the value of a
+// credential mcpcage passes to another caged server. Every message the
+// client sends is checked, whatever its method: a request's params (a
+// tools/call's arguments, a resources/read uri, prompts/get arguments,
+// completion/complete, params.inputResponses), a notification's params,
+// and the client's answers to the server's own requests (a sampling
+// result, an elicitation answer, roots). A secret split between two
+// strings, or two messages, counts too (secrets.Window). A refused request
+// never reaches the server: the client gets a -32001 error that names the
+// kind and how to allow it; a notification is dropped; an answer is
+// replaced with an error to the server. The audit log gets the kind and
+// the path, never the value.
 type argSecrets struct {
 	cfg   SecretsConfig
 	creds []secrets.Credential
+
+	mu  sync.Mutex
+	win secrets.Window // the end of what the client sent last
 }
 
 // NewArgSecrets records this server's --env names under cfg.Home and reads,
@@ -54,54 +67,124 @@ func NewArgSecrets(cfg SecretsConfig) (proxy.Policy, error) {
 	return &argSecrets{cfg: cfg, creds: secrets.CagedCredentials(dir, cfg.Name, cfg.Env, getenv)}, nil
 }
 
+// check looks at one JSON value the client sends, in the session's
+// window.
+func (p *argSecrets) check(v []byte) []secrets.ArgFinding {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return secrets.Params(v, p.creds, &p.win)
+}
+
 // Inspect implements proxy.Policy.
 func (p *argSecrets) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event) proxy.Verdict {
 	m := ev.Msg
-	if ev.Dir != proxy.ClientToServer || m.Kind != jsonrpc.KindRequest || m.Method != "tools/call" {
+	if ev.Dir != proxy.ClientToServer {
 		return proxy.Verdict{}
 	}
-	params, ok := callParams(m.Params)
-	if !ok {
-		// Params that do not read as a call are checked whole: the server
-		// gets them as they are.
-		params.Arguments = m.Params
+	var found []secrets.ArgFinding
+	tool, what := "", m.Method
+	switch {
+	case m.Kind == jsonrpc.KindResponse:
+		what = "the client's answer to " + ev.Method
+		found = p.check(m.Raw)
+	case m.Method == "tools/call":
+		params, _ := callParams(m.Params)
+		tool, what = params.Name, "tools/call "+strconv.Quote(params.Name)
+		found = callPaths(p.check(m.Params))
+	default:
+		if len(m.Params) > 0 {
+			found = prefixed(p.check(m.Params), "params")
+		}
 	}
-	if len(params.Arguments) == 0 {
-		return proxy.Verdict{}
-	}
-	found := secrets.Arguments(params.Arguments, p.creds)
 	if len(found) == 0 {
 		return proxy.Verdict{}
 	}
-	refused := p.cfg.Allow.Refused(params.Name, found)
+	refused := p.cfg.Allow.Refused(tool, found)
 	for _, f := range found {
 		outcome := "allowed"
-		if !p.cfg.Allow.Permits(f.Kind, params.Name) {
+		if !p.cfg.Allow.Permits(f.Kind, tool) {
 			outcome = "refused"
 		}
-		p.record(params.Name, outcome, f)
+		p.record(m.Method, ev.Method, tool, outcome, f)
 	}
 	if len(refused) == 0 {
 		return proxy.Verdict{}
 	}
 	first := refused[0]
-	var what []string
+	var said []string
 	for _, f := range refused {
-		what = append(what, f.Describe())
+		said = append(said, f.Describe())
 	}
-	msg := fmt.Sprintf("mcpcage blocked tools/call %q: its arguments hold %s; the call was not sent. "+
-		"If this is meant, restart with --allow-secret %s (or --allow-secret %s:%s for this tool only)",
-		params.Name, strings.Join(what, "; "), first.Kind, first.Kind, params.Name)
-	untrusted.Fprintf(p.cfg.Stderr, "mcpcage: refused tools/call %q of %q: %s; to allow: --allow-secret %s[:%s]\n",
-		params.Name, p.cfg.Name, strings.Join(what, "; "), first.Kind, params.Name)
-	return proxy.Verdict{Action: proxy.Reply, Message: jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeBlocked, untrusted.Line(msg), nil)}
+	allow := "--allow-secret " + first.Kind
+	if tool != "" {
+		allow += " (or --allow-secret " + first.Kind + ":" + tool + " for this tool only)"
+	}
+	short := "--allow-secret " + first.Kind
+	if tool != "" {
+		short += "[:" + tool + "]"
+	}
+	untrusted.Fprintf(p.cfg.Stderr, "mcpcage: refused %s of %q: %s; to allow: %s\n", what, p.cfg.Name, strings.Join(said, "; "), short)
+	switch m.Kind {
+	case jsonrpc.KindRequest:
+		holds, sent := "its params hold", "the request was not sent"
+		if tool != "" || m.Method == "tools/call" {
+			holds, sent = "its arguments hold", "the call was not sent"
+		}
+		msg := fmt.Sprintf("mcpcage blocked %s: %s %s; %s. If this is meant, restart with %s",
+			what, holds, strings.Join(said, "; "), sent, allow)
+		return proxy.Verdict{Action: proxy.Reply, Message: jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeBlocked, untrusted.Line(msg), nil)}
+	case jsonrpc.KindResponse:
+		// The server asked; it gets an error in place of the secret.
+		return proxy.Verdict{Action: proxy.Replace, Message: jsonrpc.NewErrorResponse(m.ID, jsonrpc.CodeBlocked,
+			"mcpcage withheld the client's answer: it held "+first.Kind+". The person running mcpcage can see the details in its log.", nil)}
+	}
+	return proxy.Verdict{Action: proxy.Drop}
+}
+
+// callPaths makes the paths of a tools/call's params read as before the
+// whole params were checked: a path in the arguments (matched as a Go
+// server decodes them, in any case) is the path within them; any other is
+// under "params".
+func callPaths(fs []secrets.ArgFinding) []secrets.ArgFinding {
+	for i, f := range fs {
+		p := f.Path
+		if len(p) >= len("arguments") && strings.EqualFold(p[:len("arguments")], "arguments") {
+			rest := p[len("arguments"):]
+			switch {
+			case rest == "":
+				fs[i].Path = "arguments"
+			case rest[0] == '.':
+				fs[i].Path = rest[1:]
+			case rest[0] == '[':
+				fs[i].Path = rest
+			default:
+				fs[i].Path = "params." + p
+			}
+			continue
+		}
+		fs[i].Path = "params." + p
+	}
+	return fs
+}
+
+func prefixed(fs []secrets.ArgFinding, root string) []secrets.ArgFinding {
+	for i, f := range fs {
+		if f.Path == "arguments" { // the whole value
+			fs[i].Path = root
+		} else if strings.HasPrefix(f.Path, "[") {
+			fs[i].Path = root + f.Path
+		} else {
+			fs[i].Path = root + "." + f.Path
+		}
+	}
+	return fs
 }
 
 // maxPathField bounds an argument path in the audit log: the path is made
 // of the model's member names.
 const maxPathField = 200
 
-func (p *argSecrets) record(tool, outcome string, f secrets.ArgFinding) {
+func (p *argSecrets) record(method, answers, tool, outcome string, f secrets.ArgFinding) {
 	if p.cfg.Event == nil {
 		return
 	}
@@ -109,7 +192,18 @@ func (p *argSecrets) record(tool, outcome string, f secrets.ArgFinding) {
 	if len(path) > maxPathField {
 		path = strings.ToValidUTF8(path[:maxPathField], "") + "…"
 	}
-	fields := map[string]any{"server": p.cfg.Name, "tool": tool, "secret": f.Kind, "path": path, "outcome": outcome}
+	fields := map[string]any{"server": p.cfg.Name, "secret": f.Kind, "path": path, "outcome": outcome}
+	switch {
+	case method == "tools/call":
+		fields["tool"] = tool
+	case method != "":
+		fields["method"] = method
+	default:
+		fields["answer_to"] = answers
+	}
+	if f.Split {
+		fields["split"] = true
+	}
 	if f.Env != "" {
 		fields["env"], fields["of"] = f.Env, f.Server
 	}

@@ -30,25 +30,32 @@ const (
 // --allow-secret.
 var Kinds = []string{KindPrivateKey, KindGitHub, KindAWS, KindAnthropic, KindOpenAI, KindSlack, KindStripe, KindCagedCredential}
 
-// argShapes are the credential shapes looked for in tool-call arguments:
-// the shapes Check knows, each with the kind --allow-secret names. A private
-// key counts only with a body after its header, so text that explains the
-// PEM format is not one. The token part of a shape must look random
-// (tokenLike): "sk-learn-model-selection-guide" is a slug, not a key.
+// argShapes are the credential shapes looked for in what a client sends a
+// server: the shapes Check knows, each with the kind --allow-secret names.
+// A private key counts only with a body after its header, so text that
+// explains the PEM format is not one (a key's body alone is found by
+// keyBody). The token part of a shape must look random (tokenLike):
+// "sk-learn-model-selection-guide" is a slug, not a key.
 //
-// Every match of a shape starts with one of its anchors (after a word
-// boundary when word is set), so a shape's expression runs only where an
-// anchor occurs, held to start there (at): a string of 64 KiB is read by a
-// few byte searches, not by eight regular expressions.
+// Prefixes match in any case and wherever they start: "xghp_...",
+// "GHP_..." and a lower-cased AWS key id are what a server decodes as
+// easily as the original. The one exception is OpenAI's bare "sk-", which
+// ends too many words ("task-", "disk-"): it must start a word (word).
+//
+// Every match of a shape starts with one of its anchors (lower case, found
+// in a lower-cased copy of the text), so a shape's expression runs only
+// where an anchor occurs, held to start there (at): a string of 64 KiB is
+// read by a few byte searches, not by nine regular expressions.
 var argShapes = []argShape{
-	newArgShape(KindPrivateKey, `-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----\s*(?:Proc-Type:|[A-Za-z0-9+/=]{16,})`, 0, false, "-----BEGIN "),
-	newArgShape(KindGitHub, `\bgh[pousr]_([A-Za-z0-9]{30,255})\b`, 1, true, "ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-	newArgShape(KindGitHub, `\bgithub_pat_([A-Za-z0-9_]{30,255})\b`, 1, true, "github_pat_"),
-	newArgShape(KindAWS, `\b(?:AKIA|ASIA)([0-9A-Z]{16})\b`, 0, true, "AKIA", "ASIA"),
-	newArgShape(KindAnthropic, `\bsk-ant-([A-Za-z0-9_\-]{20,})`, 1, true, "sk-ant-"),
-	newArgShape(KindOpenAI, `\bsk-(?:proj-|svcacct-|admin-)?([A-Za-z0-9_\-]{20,})`, 1, true, "sk-"),
-	newArgShape(KindSlack, `\b(?:xox[abprs]|xapp)-([A-Za-z0-9\-]{10,})`, 1, true, "xox", "xapp-"),
-	newArgShape(KindStripe, `\b(?:sk|rk)_(?:live|test)_([A-Za-z0-9]{10,})`, 1, true, "sk_", "rk_"),
+	newArgShape(KindPrivateKey, `(?i)-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----\s*(?:Proc-Type:|[A-Za-z0-9+/=]{16,})`, 0, false, "-----begin "),
+	newArgShape(KindGitHub, `(?i)gh[pousr]_([A-Za-z0-9]{30,255})\b`, 1, false, "ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+	newArgShape(KindGitHub, `(?i)github_pat_([A-Za-z0-9_]{30,255})\b`, 1, false, "github_pat_"),
+	newArgShape(KindAWS, `(?i)(?:AKIA|ASIA)([0-9A-Z]{16})\b`, 1, false, "akia", "asia"),
+	newArgShape(KindAnthropic, `(?i)sk-ant-([A-Za-z0-9_\-]{20,})`, 1, false, "sk-ant-"),
+	newArgShape(KindOpenAI, `(?i)sk-(?:proj|svcacct|admin)-([A-Za-z0-9_\-]{20,})`, 1, false, "sk-proj-", "sk-svcacct-", "sk-admin-"),
+	newArgShape(KindOpenAI, `(?i)sk-([A-Za-z0-9_\-]{20,})`, 1, true, "sk-"),
+	newArgShape(KindSlack, `(?i)(?:xox[abprs]|xapp)-([A-Za-z0-9\-]{10,})`, 1, false, "xox", "xapp-"),
+	newArgShape(KindStripe, `(?i)(?:sk|rk)_(?:live|test)_([A-Za-z0-9]{10,})`, 1, false, "sk_", "rk_"),
 }
 
 type argShape struct {
@@ -56,8 +63,8 @@ type argShape struct {
 	re      *regexp.Regexp // the shape, anywhere in a string
 	at      *regexp.Regexp // the same, held to start where the text it is given starts
 	tok     int            // submatch that must look random, 0 for none
-	word    bool           // a match starts after a word boundary (its anchors start with a word character)
-	anchors [][]byte
+	word    bool           // a match starts after a word boundary
+	anchors [][]byte       // lower case
 }
 
 func newArgShape(kind, expr string, tok int, word bool, anchors ...string) argShape {
@@ -68,11 +75,26 @@ func newArgShape(kind, expr string, tok int, word bool, anchors ...string) argSh
 	return sh
 }
 
+// awsExact reports a match that is an AWS key id as AWS writes it: upper
+// case, at the start of a word. Any other form (lower case, glued to a
+// word) must also look random, as tokens must.
+func awsExact(s []byte, start, end int) bool {
+	if start > 0 && wordChar(s[start-1]) {
+		return false
+	}
+	for _, c := range s[start:end] {
+		if c >= 'a' && c <= 'z' {
+			return false
+		}
+	}
+	return true
+}
+
 // find reports whether s holds a match of the shape whose token looks
 // random, looking at the same matches as sh.re.FindAllSubmatchIndex(s, 4)
-// does: the leftmost, then the leftmost after its end, four at most. next
-// is scratch space, one entry per anchor.
-func (sh *argShape) find(s []byte, next []int) bool {
+// does: the leftmost, then the leftmost after its end, four at most. low
+// is s in ASCII lower case; next is scratch space, one entry per anchor.
+func (sh *argShape) find(s, low []byte, next []int) bool {
 	next = next[:len(sh.anchors)]
 	for k := range next {
 		next[k] = -2 // not looked for yet
@@ -85,7 +107,7 @@ func (sh *argShape) find(s []byte, next []int) bool {
 		for k, a := range sh.anchors {
 			if next[k] != -1 && next[k] < pos {
 				next[k] = -1
-				if j := bytes.Index(s[pos:], a); j >= 0 {
+				if j := bytes.Index(low[pos:], a); j >= 0 {
 					next[k] = pos + j
 				}
 			}
@@ -107,10 +129,10 @@ func (sh *argShape) find(s []byte, next []int) bool {
 		}
 		found++
 		pos = i + m[1]
-		if sh.tok > 0 && !tokenLike(s[i+m[2*sh.tok]:i+m[2*sh.tok+1]]) {
+		if sh.tok > 0 && !tokenLike(s[i+m[2*sh.tok]:i+m[2*sh.tok+1]]) && !(sh.kind == KindAWS && awsExact(s, i+m[0], i+m[1])) {
 			continue
 		}
-		if sh.kind == KindOpenAI && bytes.HasPrefix(s[i:], []byte("sk-ant-")) {
+		if sh.kind == KindOpenAI && bytes.HasPrefix(low[i:], []byte("sk-ant-")) {
 			continue // an Anthropic key, reported as one
 		}
 		return true
@@ -172,53 +194,83 @@ func Watched(name, value string) bool {
 	return ok
 }
 
-// ArgFinding is one secret in a tool call's arguments: what kind it is and
-// where, never its value.
+// ArgFinding is one secret in what a client sends a server (a tool call's
+// arguments, any request's params, an answer to the server's own request):
+// what kind it is and where, never its value.
 type ArgFinding struct {
 	Kind   string `json:"kind"`
-	Path   string `json:"path"`             // JSON path in the arguments, e.g. "files[2].content"
+	Path   string `json:"path"`             // JSON path, e.g. "files[2].content"
 	Env    string `json:"env,omitempty"`    // for caged-credential: the variable whose value it is
 	Server string `json:"server,omitempty"` // and the server it is passed to
+	// Split is set when the secret is whole only joined with the end of
+	// the string (or message) before Path's: sent in two pieces.
+	Split bool `json:"split,omitempty"`
 }
 
 // Describe says what was found in words for a person, without the value.
 func (f ArgFinding) Describe() string {
-	if f.Kind == KindCagedCredential {
-		return fmt.Sprintf("the value of %s, which mcpcage passes to caged server %q, in argument %s", f.Env, f.Server, f.Path)
+	where := "in argument " + f.Path
+	if f.Split {
+		where = "split between argument " + f.Path + " and what came before it"
 	}
-	return fmt.Sprintf("a %s in argument %s", f.Kind, f.Path)
+	if f.Kind == KindCagedCredential {
+		return fmt.Sprintf("the value of %s, which mcpcage passes to caged server %q, %s", f.Env, f.Server, where)
+	}
+	return fmt.Sprintf("a %s %s", f.Kind, where)
 }
 
-// Bounds of the argument walk: a call's arguments are at most what the
-// proxy lets through in one line, but nesting and counts are bounded here
-// too, so the check stays linear whatever it is given.
-const (
-	maxArgDepth    = 64
-	maxArgFindings = 32
-)
+// maxArgFindings bounds the findings reported with their paths. It bounds
+// the report, never the detection: past it, the first finding of each kind
+// not reported yet is still added, so that a refused kind is never hidden
+// behind allowed ones.
+const maxArgFindings = 32
+
+// joinLen is how much of the end of one string (or message) is joined to
+// the start of the next, to find a secret sent in two pieces: more than
+// the longest token shape's usual length.
+const joinLen = 128
+
+// Window carries the end of the last string each path held in the messages
+// one session sent before (the last maxWindowPaths paths), so that a secret
+// split over two messages (a tool called twice, each time with one piece)
+// is found. The zero value is ready; a Window is not safe for use by two
+// checks at once.
+type Window struct{ paths map[string][]byte }
+
+const maxWindowPaths = 256
 
 // Arguments checks a tools/call's arguments (a JSON object, or any JSON
-// value) for secrets: private keys, tokens of well-known shapes, and the
-// exact values of creds, in every string and member name at any depth. It
-// reports each kind at most once per path. Arguments that are not exactly
-// one JSON value are also checked as one string, under the path
+// value) for secrets; see Check.
+func Arguments(args []byte, creds []Credential) []ArgFinding { return Params(args, creds, nil) }
+
+// Params looks for secrets in a JSON value a client sends a server:
+// private keys (with or without their PEM header), tokens of well-known
+// shapes, and the exact values of creds, in every string and member name at
+// any depth (the walk is iterative: nesting costs no stack). Each string is
+// read as the server may read it too: format characters (zero-width
+// spaces, joiners) dropped, compatibility forms folded (NFKC), %XX, \xXX
+// and \uXXXX decoded. A secret split between two strings, or between the
+// end of the previous message (win, when not nil) and this one, is found
+// too. It reports each kind at most once per path. A value that is not
+// exactly one JSON value is also checked as one string, under the path
 // "arguments". The walk reuses its buffers: a path is made into a string
 // only for a finding.
-func Arguments(args []byte, creds []Credential) []ArgFinding {
-	buf := strBufs.Get().(*[]byte)
-	w := argWalk{creds: creds, str: *buf}
+func Params(args []byte, creds []Credential, win *Window) []ArgFinding {
+	bufs := walkBufs.Get().(*argBufs)
+	w := argWalk{creds: creds, argBufs: bufs.emptied()}
 	defer func() {
-		if cap(w.str) <= 1<<20 {
-			*buf = w.str[:0]
-			strBufs.Put(buf)
+		if cap(w.str) <= 1<<20 && cap(w.low) <= 1<<20 && cap(w.norm) <= 1<<20 {
+			*bufs = w.argBufs
+			walkBufs.Put(bufs)
 		}
 	}()
 	for _, c := range creds {
 		w.values = append(w.values, []byte(c.Value))
 	}
+	w.win = win
 	// From a bytes.Buffer the decoder reads args in place, not a copy.
 	dec := jsontext.NewDecoder(bytes.NewBuffer(args), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	err := w.walk(dec, 0)
+	err := w.walk(dec)
 	if err == nil {
 		// Anything after the value (a second value, garbage) is read too:
 		// what the server would get is the whole text.
@@ -237,89 +289,166 @@ func Arguments(args []byte, creds []Credential) []ArgFinding {
 	return w.out
 }
 
-// strBufs are the buffers Arguments unquotes strings into, kept from call
-// to call: one made per call is as large as its largest string (21 of the
-// 185 MB a session of 300 calls of 64 KiB allocated). A finding keeps no
-// part of it.
-var strBufs = sync.Pool{New: func() any { return new([]byte) }}
+// walkBufs are the buffers a check reads strings into, kept from call to
+// call: one made per call is as large as the largest string (21 of the 185
+// MB a session of 300 calls of 64 KiB allocated for the unquoted strings
+// alone). A finding keeps no part of them.
+var walkBufs = sync.Pool{New: func() any { return new(argBufs) }}
+
+type argBufs struct {
+	path []byte // the JSON path of the value being read
+	str  []byte // the string being read, unquoted
+	key  []byte // the member name being read, unquoted
+	norm []byte // a string as normalize reads it
+	low  []byte // a string in lower case, for the anchors
+	tail []byte // the end of the string values read so far (joinLen bytes)
+	join []byte // tail and the start of the next string
+}
+
+// emptied is b with every buffer's length 0: nothing of the last check
+// (its path, the end of its strings) carries over.
+func (b *argBufs) emptied() argBufs {
+	return argBufs{path: b.path[:0], str: b.str[:0], key: b.key[:0], norm: b.norm[:0], low: b.low[:0], tail: b.tail[:0], join: b.join[:0]}
+}
 
 type argWalk struct {
+	argBufs
 	creds  []Credential
 	values [][]byte // the creds' values
 	seen   map[[2]string]bool
+	kinds  map[string]bool // kinds reported, for findings past the cap
 	out    []ArgFinding
-	path   []byte // the JSON path of the value being read
-	str    []byte // the string being read, unquoted
-	key    []byte // the member name being read, unquoted
-	next   [5]int // argShape.find's scratch
+	win    *Window
+	next   [6]int // argShape.find's scratch
 	probe  bool   // only note whether check would report anything (hit)
+	split  bool   // findings are of a joined piece
 	hit    bool
 }
 
-func (w *argWalk) walk(dec *jsontext.Decoder, depth int) error {
-	if depth > maxArgDepth {
-		// Deeper than any honest argument: read it as text, so nesting
-		// hides nothing.
-		v, err := dec.ReadValue()
-		if err == nil {
-			w.check(v)
-		}
-		return err
-	}
-	switch dec.PeekKind() {
-	case '"':
-		v, err := dec.ReadValue()
-		if err != nil {
-			return err
-		}
-		w.str, _ = jsontext.AppendUnquote(w.str[:0], v) // as Token.String reads it
-		w.check(w.str)
-		return nil
-	case '{':
-		if _, err := dec.ReadToken(); err != nil {
-			return err
-		}
-		n := len(w.path)
-		for dec.PeekKind() != '}' {
-			kv, err := dec.ReadValue()
-			if err != nil {
-				return err
+// frame is one open object or array of the walk.
+type frame struct {
+	n     int  // len(path) at its start
+	array bool // an array: its elements are numbered
+	i     int  // the next element's number
+}
+
+// walk reads one JSON value, iteratively: however deep it nests, the walk
+// keeps a slice of frames, not a stack of calls.
+func (w *argWalk) walk(dec *jsontext.Decoder) error {
+	var stack []frame
+	for {
+		if len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			w.path = w.path[:top.n]
+			if k := dec.PeekKind(); k == '}' || k == ']' {
+				if _, err := dec.ReadToken(); err != nil {
+					return err
+				}
+				stack = stack[:len(stack)-1]
+				if len(stack) == 0 {
+					return nil
+				}
+				continue
 			}
-			w.key, _ = jsontext.AppendUnquote(w.key[:0], kv)
-			if w.secretIn(w.key) {
-				// The path is shown and logged: a key that holds a
-				// secret is named by its place, not its text.
-				w.path = appendArgPath(w.path, []byte("…"))
-				w.check(w.key)
+			if top.array {
+				w.path = append(strconv.AppendInt(append(w.path, '['), int64(top.i), 10), ']')
+				top.i++
 			} else {
-				w.path = appendArgPath(w.path, w.key)
+				kv, err := dec.ReadValue()
+				if err != nil {
+					return err
+				}
+				w.key, _ = jsontext.AppendUnquote(w.key[:0], kv)
+				if w.secretIn(w.key) || w.joinHit(w.tail, w.key) {
+					// The path is shown and logged: a key that holds a
+					// secret is named by its place, not its text.
+					w.path = appendArgPath(w.path, []byte("…"))
+				} else {
+					w.path = appendArgPath(w.path, w.key)
+				}
+				w.read(w.key, true)
 			}
-			err = w.walk(dec, depth+1)
-			w.path = w.path[:n]
+		}
+		switch k := dec.PeekKind(); k {
+		case '"':
+			v, err := dec.ReadValue()
 			if err != nil {
 				return err
 			}
-		}
-		_, err := dec.ReadToken()
-		return err
-	case '[':
-		if _, err := dec.ReadToken(); err != nil {
-			return err
-		}
-		n := len(w.path)
-		for i := 0; dec.PeekKind() != ']'; i++ {
-			w.path = append(strconv.AppendInt(append(w.path, '['), int64(i), 10), ']')
-			err := w.walk(dec, depth+1)
-			w.path = w.path[:n]
-			if err != nil {
+			w.str, _ = jsontext.AppendUnquote(w.str[:0], v) // as Token.String reads it
+			w.read(w.str, false)
+		case '{', '[':
+			if _, err := dec.ReadToken(); err != nil {
+				return err
+			}
+			stack = append(stack, frame{n: len(w.path), array: k == '['})
+			continue
+		default:
+			if _, err := dec.ReadToken(); err != nil {
 				return err
 			}
 		}
-		_, err := dec.ReadToken()
-		return err
+		if len(stack) == 0 {
+			return nil
+		}
 	}
-	_, err := dec.ReadToken()
-	return err
+}
+
+// read checks one string, then the end of the string value before it
+// joined with its start and, for a value, the end of the last string at its
+// path in an earlier message (the Window) joined with its start; it keeps
+// a value's end for the next.
+func (w *argWalk) read(s []byte, key bool) {
+	w.check(s)
+	if w.joinHit(w.tail, s) {
+		w.splitCheck()
+	}
+	if key {
+		return
+	}
+	var before []byte
+	if w.win != nil {
+		before = w.win.paths[string(w.path)]
+		if w.joinHit(before, s) {
+			w.splitCheck()
+		}
+	}
+	w.tail = keepEnd(w.tail, s)
+	if w.win != nil {
+		if w.win.paths == nil || len(w.win.paths) >= maxWindowPaths && before == nil {
+			w.win.paths = map[string][]byte{}
+		}
+		w.win.paths[string(w.path)] = keepEnd(before[:0:0], s)
+	}
+}
+
+// keepEnd appends s to tail and keeps the last joinLen bytes.
+func keepEnd(tail, s []byte) []byte {
+	if len(s) >= joinLen {
+		return append(tail[:0], s[len(s)-joinLen:]...)
+	}
+	tail = append(tail, s...)
+	if len(tail) > joinLen {
+		tail = tail[:copy(tail, tail[len(tail)-joinLen:])]
+	}
+	return tail
+}
+
+func (w *argWalk) splitCheck() {
+	w.split = true
+	w.check(w.join)
+	w.split = false
+}
+
+// joinHit reports whether before and the start of s hold a secret
+// together that neither holds alone; w.join is then the two joined.
+func (w *argWalk) joinHit(before, s []byte) bool {
+	if len(before) == 0 || len(s) == 0 {
+		return false
+	}
+	head := s[:min(len(s), joinLen)]
+	w.join = append(append(w.join[:0], before...), head...)
+	return w.hits(w.join) && !w.hits(before) && !w.hits(head)
 }
 
 // appendArgPath adds .key to a path, or ["key"] when key is not a plain
@@ -339,41 +468,72 @@ func appendArgPath(p, key []byte) []byte {
 }
 
 // secretIn reports whether s holds anything check would report.
-func (w *argWalk) secretIn(s []byte) bool {
+func (w *argWalk) secretIn(s []byte) bool { return w.hits(s) }
+
+func (w *argWalk) hits(s []byte) bool {
 	if len(s) < minCredential {
 		return false
 	}
-	w.probe, w.hit = true, false
+	probe, split := w.probe, w.split
+	w.probe, w.hit, w.split = true, false, false
 	w.check(s)
-	w.probe = false
+	w.probe, w.split = probe, split
 	return w.hit
 }
 
+// check reports what s holds, as it is and as normalize reads it.
 func (w *argWalk) check(s []byte) {
-	if (!w.probe && len(w.out) >= maxArgFindings) || len(s) < minCredential {
+	if len(s) < minCredential {
 		return
 	}
+	if w.match(s) && w.probe {
+		return
+	}
+	var changed bool
+	w.norm, changed = normalize(w.norm[:0], s)
+	if changed && len(w.norm) >= minCredential {
+		w.match(w.norm)
+	}
+}
+
+// match reports the shapes, key bodies and credential values in s; it
+// returns whether a probe hit.
+func (w *argWalk) match(s []byte) bool {
+	w.low = asciiLower(w.low[:0], s)
 	for i := range argShapes {
 		sh := &argShapes[i]
-		if sh.find(s, w.next[:]) {
-			if w.add(ArgFinding{Kind: sh.kind}) {
-				return
-			}
+		if sh.find(s, w.low, w.next[:]) && w.add(ArgFinding{Kind: sh.kind}) {
+			return true
 		}
+	}
+	if keyBody(s) && w.add(ArgFinding{Kind: KindPrivateKey}) {
+		return true
 	}
 	for i, c := range w.creds {
 		if len(c.Value) >= minCredential && bytes.Contains(s, w.values[i]) {
 			if w.add(ArgFinding{Kind: KindCagedCredential, Env: c.Env, Server: c.Server}) {
-				return
+				return true
 			}
 		}
 	}
+	return false
+}
+
+func asciiLower(dst, s []byte) []byte {
+	for _, c := range s {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }
 
 func seenKey(f ArgFinding) [2]string { return [2]string{f.Kind + "\x00" + f.Env, f.Path} }
 
-// add records f at the current path, once per kind and path; it reports
-// whether the walk is probing and check can stop.
+// add records f at the current path, once per kind and path; past
+// maxArgFindings, only a kind not reported yet. It reports whether the walk
+// is probing and check can stop.
 func (w *argWalk) add(f ArgFinding) bool {
 	if w.probe {
 		w.hit = true
@@ -383,14 +543,16 @@ func (w *argWalk) add(f ArgFinding) bool {
 	if f.Path == "" {
 		f.Path = "arguments"
 	}
+	f.Split = w.split
 	k := seenKey(f)
-	if w.seen[k] || len(w.out) >= maxArgFindings {
+	kind := f.Kind + "\x00" + f.Env
+	if w.seen[k] || len(w.out) >= maxArgFindings && w.kinds[kind] {
 		return false
 	}
 	if w.seen == nil {
-		w.seen = map[[2]string]bool{}
+		w.seen, w.kinds = map[[2]string]bool{}, map[string]bool{}
 	}
-	w.seen[k] = true
+	w.seen[k], w.kinds[kind] = true, true
 	w.out = append(w.out, f)
 	return false
 }

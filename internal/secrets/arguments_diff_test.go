@@ -22,6 +22,11 @@ var argPieces = []string{
 	"-----BEGIN PRIVATE KEY----- is how a key starts", "github_pat_" + strings.Repeat("ab_", 12),
 	"Zq81xLmW2vTr9cYp4bNa", "gh", "sk-", "xox", "_", "-", " ", "\n", "é", "\\u00e9", "\\n", "\\\"", `\u0067hp_`,
 	"the quick brown fox ", "token: ", "AKIA", "-----BEGIN ",
+	// One step of encoding away: a zero-width space, upper case, percent
+	// and \x escapes, fullwidth, lower case, a key's body alone, pieces.
+	"\u200b", "\u00ad", "GHP_", "gHp_", "%5F", "%5f", "%67%68%70", `\x5f`, "ｇｈｐ＿", "akia", "asia",
+	"MIIEowIBAAKCAQEAvX3tq0kYb9L2", "MHcCAQEEIBvX3tq0kYb9L2vX3tq0kYb9L2vX3tq0kYb9", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU",
+	"MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA", ghp[:12], ghp[12:], stripe[:9], stripe[9:], "task-", "desk-",
 }
 
 func randomArgs(rng *rand.Rand) string {

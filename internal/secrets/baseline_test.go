@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,22 +12,33 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// argumentsBaseline is Arguments as it was before its rewrite (one
-// regular expression pass per shape over every string, paths and probes
-// allocated per node), kept to compare the rewrite with and to measure it
-// against. It checks a tools/call's arguments (a JSON object, or any JSON
-// value) for secrets: private keys, tokens of well-known shapes, and the
-// exact values of creds, in every string and member name at any depth. It
-// reports each kind at most once per path. Arguments that are not exactly
-// one JSON value are also checked as one string, under the path
-// "arguments".
+// baseShapes are argShapes as plain regular expressions run over a whole
+// string (FindAll), a word boundary written into the expression where a
+// shape has one.
+var baseShapes = func() []*regexp.Regexp {
+	var out []*regexp.Regexp
+	for _, sh := range argShapes {
+		expr := sh.re.String()
+		if sh.word {
+			expr = `(?i)\b` + strings.TrimPrefix(expr, "(?i)")
+		}
+		out = append(out, regexp.MustCompile(expr))
+	}
+	return out
+}()
+
+// argumentsBaseline is Arguments written the plain way (each shape's
+// regular expression over every string, recursion, paths and probes
+// allocated per node), to compare the fast walk with and to measure it
+// against. Its contract is Params': every string and member name at any
+// depth, as it is and as normalize reads it; a secret split between two
+// strings; each kind at most once per path; past the cap, a kind not yet
+// reported; a value that is not exactly one JSON value also as one string.
 func argumentsBaseline(args []byte, creds []Credential) []ArgFinding {
-	w := baseWalk{creds: creds, seen: map[[2]string]bool{}}
+	w := baseWalk{creds: creds, seen: map[[2]string]bool{}, kinds: map[string]bool{}}
 	dec := jsontext.NewDecoder(bytes.NewReader(args), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	err := w.walk(dec, nil, 0)
+	err := w.walk(dec, nil)
 	if err == nil {
-		// Anything after the value (a second value, garbage) is read too:
-		// what the server would get is the whole text.
 		_, err = dec.ReadToken()
 		if errors.Is(err, io.EOF) {
 			err = nil
@@ -35,7 +47,7 @@ func argumentsBaseline(args []byte, creds []Credential) []ArgFinding {
 		}
 	}
 	if err != nil && len(bytes.TrimSpace(args)) > 0 {
-		w.check(nil, string(args))
+		w.check(nil, string(args), false)
 	}
 	sort.SliceStable(w.out, func(i, j int) bool { return w.out[i].Path < w.out[j].Path })
 	return w.out
@@ -44,26 +56,19 @@ func argumentsBaseline(args []byte, creds []Credential) []ArgFinding {
 type baseWalk struct {
 	creds []Credential
 	seen  map[[2]string]bool
+	kinds map[string]bool
 	out   []ArgFinding
+	tail  string
 }
 
-func (w *baseWalk) walk(dec *jsontext.Decoder, path []byte, depth int) error {
-	if depth > maxArgDepth {
-		// Deeper than any honest argument: read it as text, so nesting
-		// hides nothing.
-		v, err := dec.ReadValue()
-		if err == nil {
-			w.check(path, string(v))
-		}
-		return err
-	}
+func (w *baseWalk) walk(dec *jsontext.Decoder, path []byte) error {
 	tok, err := dec.ReadToken()
 	if err != nil {
 		return err
 	}
 	switch tok.Kind() {
 	case '"':
-		w.check(path, tok.String())
+		w.read(path, tok.String(), false)
 	case '{':
 		for dec.PeekKind() != '}' {
 			kt, err := dec.ReadToken()
@@ -72,13 +77,13 @@ func (w *baseWalk) walk(dec *jsontext.Decoder, path []byte, depth int) error {
 			}
 			key := kt.String()
 			p := baseArgPath(path, key)
-			if w.secretIn(key) {
+			if w.any(key) || w.joined(w.tail, key) != "" {
 				// The path is shown and logged: a key that holds a
 				// secret is named by its place, not its text.
 				p = baseArgPath(path, "…")
-				w.check(p, key)
 			}
-			if err := w.walk(dec, p, depth+1); err != nil {
+			w.read(p, key, true)
+			if err := w.walk(dec, p); err != nil {
 				return err
 			}
 		}
@@ -87,7 +92,7 @@ func (w *baseWalk) walk(dec *jsontext.Decoder, path []byte, depth int) error {
 	case '[':
 		for i := 0; dec.PeekKind() != ']'; i++ {
 			p := append(strconv.AppendInt(append(append([]byte(nil), path...), '['), int64(i), 10), ']')
-			if err := w.walk(dec, p, depth+1); err != nil {
+			if err := w.walk(dec, p); err != nil {
 				return err
 			}
 		}
@@ -95,6 +100,33 @@ func (w *baseWalk) walk(dec *jsontext.Decoder, path []byte, depth int) error {
 		return err
 	}
 	return nil
+}
+
+// joined is before and the start of s when the two
+// hold a secret together that neither holds alone, else "".
+func (w *baseWalk) joined(before, s string) string {
+	if before == "" || s == "" {
+		return ""
+	}
+	head := s[:min(len(s), joinLen)]
+	if j := before + head; w.any(j) && !w.any(before) && !w.any(head) {
+		return j
+	}
+	return ""
+}
+
+func (w *baseWalk) read(path []byte, s string, key bool) {
+	w.check(path, s, false)
+	if j := w.joined(w.tail, s); j != "" {
+		w.check(path, j, true)
+	}
+	if key {
+		return
+	}
+	w.tail += s
+	if len(w.tail) > joinLen {
+		w.tail = w.tail[len(w.tail)-joinLen:]
+	}
 }
 
 // baseArgPath adds .key to a path, or ["key"] when key is not a plain
@@ -115,53 +147,59 @@ func baseArgPath(path []byte, key string) []byte {
 	return append(p, key...)
 }
 
-// secretIn reports whether s holds anything check would report.
-func (w *baseWalk) secretIn(s string) bool {
+// any reports whether s holds anything check would report.
+func (w *baseWalk) any(s string) bool {
 	if len(s) < minCredential {
 		return false
 	}
-	probe := baseWalk{creds: w.creds, seen: map[[2]string]bool{}}
-	probe.check([]byte("k"), s)
+	probe := baseWalk{creds: w.creds, seen: map[[2]string]bool{}, kinds: map[string]bool{}}
+	probe.check([]byte("k"), s, false)
 	return len(probe.out) > 0
 }
 
-func (w *baseWalk) check(path []byte, s string) {
-	if len(w.out) >= maxArgFindings || len(s) < minCredential {
+func (w *baseWalk) check(path []byte, s string, split bool) {
+	if len(s) < minCredential {
 		return
 	}
 	p := string(path)
 	if p == "" {
 		p = "arguments"
 	}
-	for _, sh := range argShapes {
-		if w.seen[baseSeenKey(ArgFinding{Kind: sh.kind, Path: p})] {
-			continue
-		}
-		for _, m := range sh.re.FindAllStringSubmatchIndex(s, 4) {
-			if sh.tok > 0 && !tokenLike(s[m[2*sh.tok]:m[2*sh.tok+1]]) {
+	w.match(p, s, split)
+	if n, changed := normalize(nil, []byte(s)); changed && len(n) >= minCredential {
+		w.match(p, string(n), split)
+	}
+}
+
+func (w *baseWalk) match(p, s string, split bool) {
+	for i, sh := range argShapes {
+		for _, m := range baseShapes[i].FindAllStringSubmatchIndex(s, 4) {
+			if sh.tok > 0 && !tokenLike(s[m[2*sh.tok]:m[2*sh.tok+1]]) && !(sh.kind == KindAWS && awsExact([]byte(s), m[0], m[1])) {
 				continue
 			}
-			if sh.kind == KindOpenAI && strings.HasPrefix(s[m[0]:], "sk-ant-") {
+			if sh.kind == KindOpenAI && strings.HasPrefix(strings.ToLower(s[m[0]:]), "sk-ant-") {
 				continue // an Anthropic key, reported as one
 			}
-			w.add(ArgFinding{Kind: sh.kind, Path: p})
+			w.add(ArgFinding{Kind: sh.kind, Path: p, Split: split})
 			break
 		}
 	}
+	if keyBody([]byte(s)) {
+		w.add(ArgFinding{Kind: KindPrivateKey, Path: p, Split: split})
+	}
 	for _, c := range w.creds {
 		if len(c.Value) >= minCredential && strings.Contains(s, c.Value) {
-			w.add(ArgFinding{Kind: KindCagedCredential, Path: p, Env: c.Env, Server: c.Server})
+			w.add(ArgFinding{Kind: KindCagedCredential, Path: p, Env: c.Env, Server: c.Server, Split: split})
 		}
 	}
 }
 
-func baseSeenKey(f ArgFinding) [2]string { return [2]string{f.Kind + "\x00" + f.Env, f.Path} }
-
 func (w *baseWalk) add(f ArgFinding) {
-	k := baseSeenKey(f)
-	if w.seen[k] || len(w.out) >= maxArgFindings {
+	k := seenKey(f)
+	kind := f.Kind + "\x00" + f.Env
+	if w.seen[k] || len(w.out) >= maxArgFindings && w.kinds[kind] {
 		return
 	}
-	w.seen[k] = true
+	w.seen[k], w.kinds[kind] = true, true
 	w.out = append(w.out, f)
 }
