@@ -240,3 +240,114 @@ func TestRunEgressNetworkMissing(t *testing.T) {
 		t.Errorf("left %v", m)
 	}
 }
+
+// egressRecords are the session's egress records, as `audit show --json`
+// prints them, one JSON object a line.
+func egressRecords(t *testing.T, dir, kind string) string {
+	t.Helper()
+	show := exec.Command("mcpcage", "audit", "show", "--kind", kind, "--json")
+	show.Env = testEnv(dir)
+	b, err := show.CombinedOutput()
+	if err != nil {
+		t.Fatalf("audit show: %v\n%s", err, b)
+	}
+	return string(b)
+}
+
+// TestRunEgressAuditCannotBeBlinded: the cage tries to switch the egress
+// audit off, first with a refused proxy request whose reason (quoting a
+// request line of 20,000 control bytes, each escaped twice) would make an
+// event line past the reader's bound, then with 300 connections of 60 KB
+// at once that would exhaust the gateway's memory. The gateway lives, and a later upload to
+// the allowed host is on record: when allowed and when it ended.
+func TestRunEgressAuditCannotBeBlinded(t *testing.T) {
+	cli := probeEngine(t)
+	_, env := egressSetup(t, cli)
+	dir := stateDir(t)
+	cs, stderr := caged(t, dir, env, "--allow-host", "api.allowed.test", "--allow-private-addresses", "--name", "egress-blind", "--image", cagetest.ProbeImage)
+	if out, _ := call(t, cs, "probe", map[string]any{"check": "proxylong", "target": "20000"}); !strings.Contains(out, "403") {
+		t.Logf("the long proxy request: %s", out)
+	}
+	if out, _ := call(t, cs, "probe", map[string]any{"check": "https", "target": "https://api.allowed.test/"}); !strings.Contains(out, `"escaped":true`) {
+		t.Fatalf("the allowed host was not reached after the long refusal: %s\nstderr:\n%s", out, stderr.String())
+	}
+	call(t, cs, "probe", map[string]any{"check": "flood", "target": "300:60000"})
+	if out, _ := call(t, cs, "probe", map[string]any{"check": "https", "target": "https://api.allowed.test/"}); !strings.Contains(out, `"escaped":true`) {
+		t.Fatalf("the allowed host was not reached after the flood: %s\nstderr:\n%s", out, stderr.String())
+	}
+	cs.Close()
+	recs := egressRecords(t, dir, "egress")
+	// The flood's connections name no host: the port alone names the
+	// allowed one, so they are allowed (via port) up to the bound, and
+	// recorded; the HTTPS calls come via sni.
+	var opens, ends, tooMany, long int
+	for _, l := range strings.Split(recs, "\n") {
+		sni := strings.Contains(l, `"api.allowed.test"`) && strings.Contains(l, `"via":"sni"`)
+		switch {
+		case sni && strings.Contains(l, `"phase":"open"`):
+			opens++
+		case sni && strings.Contains(l, `"phase":"end"`):
+			ends++
+		case strings.Contains(l, "connections at once"):
+			tooMany++
+		case strings.Contains(l, `"port":3128`) && strings.Contains(l, `"verdict":"refused"`):
+			long++
+			if len(l) > 4096 {
+				t.Errorf("the long refusal's record is %d bytes", len(l))
+			}
+		}
+	}
+	if opens != 2 || ends != 2 {
+		t.Errorf("allowed connections: %d open and %d end records, want 2 and 2:\n%s", opens, ends, recs)
+	}
+	if long != 1 {
+		t.Errorf("the long refusal: %d records, want 1:\n%s", long, recs)
+	}
+	if tooMany == 0 && !strings.Contains(egressRecords(t, dir, "reports_held"), "refused connections") {
+		t.Errorf("the connections past the gateway's bound are not on record")
+	}
+	if strings.Contains(stderr.String(), "egress gateway of") {
+		t.Errorf("the gateway ended:\n%s", stderr.String())
+	}
+}
+
+// TestRunEgressGatewayDeathEndsSession: the gateway killed while the
+// server runs ends the session, with one stderr line and an audit record:
+// a session whose connections can no longer be recorded does not go on.
+func TestRunEgressGatewayDeathEndsSession(t *testing.T) {
+	cli := probeEngine(t)
+	_, env := egressSetup(t, cli)
+	dir := stateDir(t)
+	victim := startInitialized(t, testEnv(dir, env...), "run", "--allow-host", "api.allowed.test", "--allow-private-addresses", "--image", cagetest.ProbeImage)
+	f := filters.NewArgs(filters.Arg("label", cage.LabelOwnerPID+"="+strconv.Itoa(victim.Process.Pid)), filters.Arg("label", cage.LabelEgress+"=1"))
+	var gws []container.Summary
+	for deadline := time.Now().Add(30 * time.Second); len(gws) == 0 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var err error
+		if gws, err = cli.ContainerList(context.Background(), container.ListOptions{Filters: f}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(gws) != 1 {
+		t.Fatalf("the gateway: %v", gws)
+	}
+	if err := cli.ContainerKill(context.Background(), gws[0].ID, "SIGKILL"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- victim.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the session went on after its gateway died:\n%s", victim.Stderr.(*cageBuffer).String())
+	}
+	errOut := victim.Stderr.(*cageBuffer).String()
+	if !strings.Contains(errOut, "the egress gateway of") || !strings.Contains(errOut, "ended while the server ran") {
+		t.Errorf("stderr does not say why the session ended:\n%s", errOut)
+	}
+	if recs := egressRecords(t, dir, "egress_gateway_ended"); !strings.Contains(recs, "egress_gateway_ended") {
+		t.Errorf("no egress_gateway_ended record:\n%s", recs)
+	}
+	if c, _ := ownedBy(t, cli, victim.Process.Pid); c != 0 {
+		t.Errorf("left %d containers", c)
+	}
+}

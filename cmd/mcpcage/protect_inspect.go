@@ -266,7 +266,7 @@ func inspectOne(s clients.Server, argv []string) *inspectResultJSON {
 	// The cage, then its gateway, which reports what was still open.
 	_ = st.Stop(stopCtx)
 	if st.Gateway != nil {
-		res.Tried = triedHosts(p.egressRec.pending())
+		res.Tried = triedHosts(p.egressRec.Refused())
 	}
 	stopCancel()
 	select {

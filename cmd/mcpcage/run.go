@@ -166,7 +166,7 @@ type runPlan struct {
 	// gateway's events into audit records once upCage has started it.
 	egress    *egress.Policy
 	egressNet string
-	egressRec *egressRecorder
+	egressRec *guard.Egress
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -484,8 +484,9 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	}
 	var srv proxy.Server = signalledCage{Cage: c, ctx: ctx}
 	if st.Gateway != nil {
-		gc.Attach = p.egressRec.attach
-		srv = gatewayServer{signalledCage: signalledCage{Cage: c, ctx: ctx}, gw: st.Gateway}
+		gc.Attach = p.egressRec.Attach
+		p.egressRec.OnEnd(func() { _ = c.Stop(context.WithoutCancel(ctx)) })
+		srv = gatewayServer{signalledCage: signalledCage{Cage: c, ctx: ctx}, gw: st.Gateway, rec: p.egressRec}
 	}
 	code, err := serveSession(ctx, opts.IO, gc, srv, p.maxLine, opts.StartTimeout)
 	if c.OOMKilled() {
@@ -531,8 +532,8 @@ func upCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Started, e
 		Egress: p.egress, EgressNetwork: p.egressNet, Log: opts.IO.ErrOut, Progress: opts.IO.Reporter(), ScratchHome: opts.ScratchHome,
 	}
 	if p.egress != nil {
-		p.egressRec = &egressRecorder{name: p.name, errOut: opts.IO.ErrOut}
-		plan.EgressEvents = p.egressRec.event
+		p.egressRec = guard.NewEgress(p.name, opts.IO.ErrOut, egressRefusal(p.name))
+		plan.EgressEvents, plan.EgressLost, plan.EgressEnded = p.egressRec.Event, p.egressRec.Lost, p.egressRec.Ended
 	}
 	st, err := cage.Up(ctx, plan)
 	if err != nil {

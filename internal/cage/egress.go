@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -76,6 +76,13 @@ type EgressSpec struct {
 	Dir string
 	// Events receives every connection attempt the gateway reports.
 	Events func(egress.Event)
+	// Lost hears each line of the gateway's output that was not an event
+	// (too long, not JSON): skipped, never the end of the reading.
+	Lost func()
+	// Ended hears that the gateway's event stream ended before Stop (the
+	// gateway died, was killed for its memory, or its output broke): its
+	// connections can no longer be recorded.
+	Ended func(why string)
 	// Log receives the gateway's own errors; nil: none.
 	Log io.Writer
 }
@@ -99,6 +106,7 @@ type Gateway struct {
 	launchErr error
 	stopped   sync.Once
 	stopErr   error
+	stopping  atomic.Bool // Stop has begun: the end of the events is expected
 }
 
 // NewGateway makes the session's pipes. The cage can start behind them
@@ -487,30 +495,33 @@ func (g *Gateway) awaitReady(ctx context.Context, out io.Reader, events func(egr
 }
 
 // readEvents reads the gateway's output: the ready line, then one event per
-// line. A line that is not one is dropped: the gateway's output is its own,
-// but what it reports (names) came from the cage.
+// line (egress.ReadEvents). A line that is not one is skipped and counted:
+// the gateway's output is its own, but what it reports (names) came from
+// the cage. An end of the stream before Stop is reported (Ended).
 func (g *Gateway) readEvents(r io.Reader, ready chan<- string, events func(egress.Event)) {
 	defer close(g.events)
-	defer close(ready)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), 64<<10)
-	first := true
-	for sc.Scan() {
-		if first {
-			var rd egress.Ready
-			if json.Unmarshal(sc.Bytes(), &rd) == nil && rd.Ready != "" {
-				ready <- rd.Ready
-				first = false
+	sent := false
+	err := egress.ReadEvents(r, egress.EventSink{
+		Ready: func(p string) {
+			if !sent {
+				sent = true
+				ready <- p
+				close(ready)
 			}
-			continue
+		},
+		Event: events,
+		Lost:  g.spec.Lost,
+	})
+	if !sent {
+		close(ready)
+		return
+	}
+	if !g.stopping.Load() && g.spec.Ended != nil {
+		why := "its output ended"
+		if err != nil {
+			why = "its output broke: " + oneLine(err)
 		}
-		var e egress.Event
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Verdict == "" {
-			continue
-		}
-		if events != nil {
-			events(e)
-		}
+		g.spec.Ended(why)
 	}
 	_, _ = io.Copy(io.Discard, r)
 }
@@ -519,6 +530,7 @@ func (g *Gateway) readEvents(r io.Reader, ready chan<- string, events func(egres
 // for its last events, and removes it and the session's pipes. Call it
 // after the cage is gone. Safe to call more than once.
 func (g *Gateway) Stop(ctx context.Context) error {
+	g.stopping.Store(true)
 	g.stopped.Do(func() {
 		if g.launched != nil {
 			<-g.launched
@@ -533,6 +545,7 @@ func (g *Gateway) Stop(ctx context.Context) error {
 
 // stopContainer ends and removes the gateway's container, if any.
 func (g *Gateway) stopContainer(ctx context.Context) error {
+	g.stopping.Store(true)
 	if g.id == "" {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -207,7 +208,25 @@ func checkByName(t *testing.T, cli *client.Client, in *cagetest.Internet, p *pro
 		// host there has no host to go to.
 		{"", "refused", "port"},
 	}
-	got := ev.all()
+	// An allowed connection is reported when it is allowed, before a
+	// byte passes (phase open), and when it ends: the opens are checked,
+	// then set aside.
+	var got, opens []egress.Event
+	for _, e := range ev.all() {
+		if e.Phase == "open" {
+			opens = append(opens, e)
+			continue
+		}
+		got = append(got, e)
+	}
+	for _, e := range got {
+		if e.Verdict == "allowed" && !slices.ContainsFunc(opens, func(o egress.Event) bool { return o.Host == e.Host && o.Via == e.Via && o.Addr == e.Addr }) {
+			t.Errorf("an allowed connection has no open report: %+v", e)
+		}
+	}
+	if len(opens) != 4 {
+		t.Errorf("%d open reports, want 4: %+v", len(opens), opens)
+	}
 	if len(got) != len(want) {
 		t.Fatalf("%d events, want %d: %+v", len(got), len(want), got)
 	}

@@ -45,10 +45,14 @@ type Plan struct {
 	LegacyOwner string
 	// Egress, when not nil, puts the cage behind an egress gateway that
 	// reaches hosts through EgressNetwork ("": the default bridge) and
-	// reports each connection to EgressEvents.
+	// reports each connection to EgressEvents, each line of its output
+	// that was not an event to EgressLost, and the end of its events while
+	// the cage runs to EgressEnded (EgressSpec).
 	Egress        *egress.Policy
 	EgressNetwork string
 	EgressEvents  func(egress.Event)
+	EgressLost    func()
+	EgressEnded   func(why string)
 	// Log receives what Up and the cage say on the way (orphans reaped,
 	// warnings, hints, a failed install's output).
 	Log io.Writer
@@ -149,7 +153,7 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 		// checked meanwhile, and its container starts once the cage has.
 		gw, err = NewGateway(EgressSpec{
 			Policy: *p.Egress, Upstream: p.EgressNetwork, Name: p.Name, Session: session,
-			Dir: p.StateDir, Events: p.EgressEvents, Log: p.Log,
+			Dir: p.StateDir, Events: p.EgressEvents, Lost: p.EgressLost, Ended: p.EgressEnded, Log: p.Log,
 		})
 		if err != nil {
 			return failGateway(err)

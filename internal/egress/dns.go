@@ -87,10 +87,10 @@ func (g *Gateway) dnsRefused(name string) {
 // serveDNSConn answers DNS over TCP on c (a stream of the session) until
 // it ends or idles for 10 s.
 func (g *Gateway) serveDNSConn(c net.Conn) {
-	if !g.hold(c) {
+	if !g.hold(c, true) {
 		return
 	}
-	defer g.release(c)
+	defer g.release(c, true)
 	for {
 		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 		var l [2]byte

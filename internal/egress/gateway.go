@@ -31,6 +31,10 @@ type Event struct {
 	Sent     int64  `json:"sent"`           // bytes from the server to the host
 	Received int64  `json:"received"`       // bytes from the host to the server
 	MS       int64  `json:"ms"`             // duration of the connection
+	// Phase is "open" for the report an allowed connection gets when it
+	// is allowed (before a byte passes) and "end" for the one it gets
+	// when it ends; "" for a refusal, reported once.
+	Phase string `json:"phase,omitempty"`
 }
 
 // Resolver resolves a name to addresses (net.DefaultResolver in the gateway
@@ -54,12 +58,13 @@ type Gateway struct {
 	// nil: the system's.
 	Roots *x509.CertPool
 
-	mu      sync.Mutex
-	conns   map[*tracked]struct{}
-	dnsSeen map[string]bool
-	closing bool
-	wg      sync.WaitGroup
-	held    map[io.Closer]struct{} // sessions and DNS streams, for Close
+	mu       sync.Mutex
+	conns    map[*tracked]struct{}
+	dnsSeen  map[string]bool
+	closing  bool
+	wg       sync.WaitGroup
+	held     map[io.Closer]struct{} // sessions and DNS streams, for Close
+	sessions int                    // the sessions among held
 }
 
 // tracked is one open connection, so Close can report it.
@@ -118,39 +123,72 @@ func (g *Gateway) Close() error {
 
 func (g *Gateway) emit(e Event) {
 	if g.Events != nil {
-		g.Events(e)
+		g.Events(e.Bounded())
 	}
 }
+
+// maxStreams bounds the streams the gateway serves at once (connections
+// and DNS streams): each may hold a sniff buffer (64 KiB) and what the
+// multiplexer buffers for it (256 KiB), and the gateway has 64 MiB. A
+// stream past it is refused, and reported.
+const maxStreams = 48
 
 // hold keeps c for Close to close; once the gateway is closing it closes c
 // and returns false instead. release undoes it and closes c.
-func (g *Gateway) hold(c io.Closer) bool {
+func (g *Gateway) hold(c io.Closer, stream bool) bool {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.setup()
 	if g.closing {
+		g.mu.Unlock()
 		c.Close()
 		return false
 	}
+	if stream && g.streams() >= maxStreams {
+		g.mu.Unlock()
+		c.Close()
+		g.emit(Event{Port: DNSPort, Verdict: "refused", Via: "dns", Reason: tooMany})
+		return false
+	}
 	g.held[c] = struct{}{}
+	if !stream {
+		g.sessions++
+	}
+	g.mu.Unlock()
 	return true
 }
 
-func (g *Gateway) release(c io.Closer) {
+// streams counts the streams open: connections and DNS streams (the held
+// closers but the sessions). g.mu is held.
+func (g *Gateway) streams() int { return len(g.conns) + len(g.held) - g.sessions }
+
+// tooMany is the reason a stream past maxStreams is refused with.
+var tooMany = "more than " + strconv.Itoa(maxStreams) + " connections at once"
+
+func (g *Gateway) release(c io.Closer, stream bool) {
 	g.mu.Lock()
+	if _, ok := g.held[c]; ok && !stream {
+		g.sessions--
+	}
 	delete(g.held, c)
 	g.mu.Unlock()
 	c.Close()
 }
 
-func (g *Gateway) track(t *tracked) bool {
+// track keeps t for Close to report. It reports false when the gateway is
+// closing (t is not reported) or, with full set, when maxStreams are open
+// (t is reported as refused).
+func (g *Gateway) track(t *tracked) (ok, full bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.setup()
 	if g.closing {
-		return false
+		return false, false
+	}
+	if g.streams() >= maxStreams {
+		return false, true
 	}
 	g.conns[t] = struct{}{}
-	return true
+	return true, false
 }
 
 // finish reports t once.
@@ -168,7 +206,10 @@ func (g *Gateway) finish(t *tracked) {
 func (g *Gateway) handle(c net.Conn, port int) {
 	t := &tracked{start: time.Now(), down: c, ev: Event{Port: port}}
 	defer c.Close()
-	if !g.track(t) {
+	if ok, full := g.track(t); !ok {
+		if full {
+			g.emit(Event{Port: port, Verdict: "refused", Via: "port", Reason: tooMany})
+		}
 		return
 	}
 	defer g.finish(t)
@@ -248,6 +289,13 @@ func (g *Gateway) handle(c net.Conn, port int) {
 		defer up.Close()
 	}
 	t.ev.Verdict = "allowed"
+	// Reported now, before a byte passes, and again when it ends: a
+	// connection that uploads and is cut (the gateway killed) is on
+	// record all the same.
+	open := t.ev
+	open.Phase = "open"
+	g.emit(open)
+	t.ev.Phase = "end"
 	if s.Connect {
 		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 			return

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -211,7 +212,28 @@ func TestGatewayDecidesByName(t *testing.T) {
 		c.Close()
 		t.Fatal("the gateway answered on port 22")
 	}
-	all := ev.wait(t, 7)
+	// An allowed connection is reported when allowed (phase open) and
+	// when it ends; the test reads the ends in order and checks that each
+	// had its open first.
+	var all, opens []Event
+	for _, e := range ev.wait(t, 11) {
+		if e.Phase == "open" {
+			opens = append(opens, e)
+			if e.Verdict != "allowed" || e.Addr == "" || e.Sent != 0 {
+				t.Errorf("an open report: %+v", e)
+			}
+			continue
+		}
+		if e.Verdict == "allowed" {
+			if e.Phase != "end" || !slices.ContainsFunc(opens, func(o Event) bool { return o.Host == e.Host && o.Port == e.Port && o.Addr == e.Addr }) {
+				t.Errorf("an allowed connection ended without its open report first: %+v", e)
+			}
+		}
+		all = append(all, e)
+	}
+	if len(opens) != 4 {
+		t.Errorf("%d open reports, want 4: %+v", len(opens), opens)
+	}
 	want := []struct {
 		host, verdict, via string
 		port               int
@@ -227,21 +249,33 @@ func TestGatewayDecidesByName(t *testing.T) {
 	if len(all) != len(want) {
 		t.Fatalf("events: %+v", all)
 	}
-	for i, w := range want {
-		e := all[i]
-		if e.Host != w.host || e.Verdict != w.verdict || e.Via != w.via || e.Port != w.port {
-			t.Errorf("event %d = %+v, want %+v", i, e, w)
+	// The reports of one connection's end and the next one's refusal may
+	// come in either order: each wanted event is matched once.
+	used := make([]bool, len(all))
+	for _, w := range want {
+		i := -1
+		for k, e := range all {
+			if !used[k] && e.Host == w.host && e.Verdict == w.verdict && e.Via == w.via && e.Port == w.port {
+				i = k
+				break
+			}
 		}
+		if i < 0 {
+			t.Errorf("no event %+v among %+v", w, all)
+			continue
+		}
+		used[i] = true
+		e := all[i]
 		if w.verdict == "allowed" && (e.Sent == 0 || e.Received == 0) {
 			t.Errorf("event %d counts no bytes: %+v", i, e)
 		}
 		if w.verdict == "refused" && e.Received != 0 {
 			t.Errorf("refused event %d received bytes: %+v", i, e)
 		}
-	}
-	// The echo: 5 bytes up, the greeting and the echo down.
-	if e := all[6]; e.Sent != 5 || e.Received != int64(len("hello from api.allowed.test\n")+5) {
-		t.Errorf("raw TCP counts: %+v", e)
+		// The echo: 5 bytes up, the greeting and the echo down.
+		if w.port == 7000 && (e.Sent != 5 || e.Received != int64(len("hello from api.allowed.test\n")+5)) {
+			t.Errorf("raw TCP counts: %+v", e)
+		}
 	}
 }
 
@@ -278,7 +312,7 @@ func TestGatewayCloseReportsOpenConnections(t *testing.T) {
 		t.Fatal("Close did not end an open connection")
 	}
 	all := ev.all()
-	if len(all) != 1 || all[0].Verdict != "allowed" || all[0].Received == 0 {
+	if len(all) != 2 || all[0].Phase != "open" || all[1].Verdict != "allowed" || all[1].Phase != "end" || all[1].Received == 0 {
 		t.Fatalf("events after Close: %+v", all)
 	}
 }

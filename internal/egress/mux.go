@@ -96,10 +96,10 @@ func (g *Gateway) Serve(conn io.ReadWriteCloser) error {
 		conn.Close()
 		return err
 	}
-	if !g.hold(sess) {
+	if !g.hold(sess, false) {
 		return net.ErrClosed
 	}
-	defer g.release(sess)
+	defer g.release(sess, false)
 	for {
 		st, err := sess.AcceptStream()
 		if err != nil {

@@ -34,6 +34,12 @@
 //	raw T=host:port   a TCP service at T greets and echoes (detail: the greeting)
 //	sni T=addr/name   a TLS handshake with addr, naming name, completes
 //	download T=url    a GET of T is read to the end (detail: bytes)
+//	proxylong T=n     a request line of n control characters to the proxy
+//	                  port, 127.0.0.1:3128 (a refusal that quotes it, each
+//	                  byte escaped, is long)
+//	flood T=n:bytes   n connections to 127.0.0.1:443 at once, each sending
+//	                  bytes of data that names no host, held 3 s (detail:
+//	                  how many opened)
 //	writable          every mount point (folder or file) the server can
 //	                  write, space-separated in detail; "escaped" when any
 //
@@ -65,6 +71,8 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -262,6 +270,41 @@ func probe(check, target string) (bool, string) {
 			return false, err.Error()
 		}
 		return resp.StatusCode == 200, strconv.FormatInt(n, 10)
+	case "proxylong":
+		n, _ := strconv.Atoi(target)
+		c, err := net.DialTimeout("tcp", "127.0.0.1:3128", 2*time.Second)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, strings.Repeat("\x01", n)+"\r\nHost: x.test\r\n\r\n")
+		b, _ := io.ReadAll(io.LimitReader(c, 512))
+		return false, strings.TrimSpace(string(b))
+	case "flood":
+		ns, bs, _ := strings.Cut(target, ":")
+		n, _ := strconv.Atoi(ns)
+		size, _ := strconv.Atoi(bs)
+		junk := bytes.Repeat([]byte{'x'}, size)
+		var wg sync.WaitGroup
+		var opened atomic.Int64
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, err := net.DialTimeout("tcp", "127.0.0.1:443", 2*time.Second)
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				opened.Add(1)
+				c.SetDeadline(time.Now().Add(3 * time.Second))
+				c.Write(junk)
+				time.Sleep(3 * time.Second)
+			}()
+		}
+		wg.Wait()
+		return false, strconv.FormatInt(opened.Load(), 10)
 	case "raw":
 		c, err := net.DialTimeout("tcp", target, 2*time.Second)
 		if err != nil {
