@@ -253,7 +253,7 @@ or a duration back from now (90m, 24h).`,
 	}
 	cmd.Flags().StringVar(&opts.Server, "server", "", "only records of the server `NAME`")
 	cmd.Flags().StringVar(&since, "since", "", "only records from `TIME` on")
-	cmd.Flags().StringVar(&opts.Kind, "kind", "", "only records of this `kind` (session_start, call_start, call, blocked, pin, drift, approve, egress, session_end, recovery)")
+	cmd.Flags().StringVar(&opts.Kind, "kind", "", "only records of this `kind` (session_start, call_start, call, task_result, blocked, pin, drift, approve, secret_in_arguments, server_message, reports_held, refused, egress, egress_lost, egress_gateway_ended, session_end, recovery)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the record lines (JSON Lines; control and format characters as \\u escapes)")
 	return cmd
 }
@@ -438,6 +438,9 @@ func formatRecord(rec *audit.Record) string {
 		fmt.Fprintf(&b, " exit=%s calls=%s", str("exit"), str("calls"))
 	case "egress":
 		fmt.Fprintf(&b, " %s:%s %s via=%s sent=%s received=%s %sms", str("host"), str("port"), str("verdict"), str("via"), str("sent"), str("received"), str("ms"))
+		if s := str("phase"); s != "" {
+			fmt.Fprintf(&b, " phase=%s", s)
+		}
 		if s := str("reason"); s != "" {
 			fmt.Fprintf(&b, " (%s)", s)
 		}
