@@ -149,6 +149,11 @@ func readFiles(l clients.Layout, projectDir string, only []*clients.Client) []*f
 	var out []*fileReport
 	for _, f := range clients.Locate(l, projectDir, only) {
 		r := &fileReport{File: f}
+		if f.Refused != "" {
+			r.Err = errors.New(f.Refused)
+			out = append(out, r)
+			continue
+		}
 		r.Data, r.Err = clients.ReadFile(f.Path)
 		if r.Err == nil {
 			r.Servers, r.Err = clients.Read(f.Client.Format, r.Data, f.Client.Tables)

@@ -28,6 +28,9 @@ func parseJSON(data []byte, tables [][]string) (*jsonDoc, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return &jsonDoc{}, nil
 	}
+	if err := checkNesting(data, JSON); err != nil {
+		return nil, err
+	}
 	v, err := hujson.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("not valid JSON: %v", trimHujson(err))

@@ -1,6 +1,7 @@
 package clients
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -237,11 +238,33 @@ func IDs() []string {
 	return ids
 }
 
+// outOfProject says why a project file is not read when it, or a folder on
+// its way, is a link that leads out of the project; "" when it stays in.
+func outOfProject(projectDir, path string) string {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "" // a dangling link: Stat finds nothing to read
+	}
+	root, err := filepath.EvalSymlinks(projectDir)
+	if err != nil {
+		root = projectDir
+	}
+	rel, err := filepath.Rel(root, real)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return fmt.Sprintf("a link out of the project (to %s); not read", real)
+	}
+	return ""
+}
+
 // File is one configuration file that exists.
 type File struct {
 	Client *Client
 	Path   string // absolute
 	Scope  string // "user" or "project"
+	// Refused, when not "", is why the file is not read: a project file
+	// that is a link out of its project (a cloned repository's
+	// .mcp.json pointing at /proc/kmsg or at a file of yours).
+	Refused string
 }
 
 // Locate returns the configuration files that exist for the layout and, when
@@ -265,6 +288,15 @@ func Locate(l Layout, projectDir string, only []*Client) []File {
 		}
 		if seen[key] {
 			return
+		}
+		if _, err := os.Lstat(abs); err != nil {
+			return
+		}
+		if scope == "project" {
+			if why := outOfProject(projectDir, abs); why != "" {
+				out = append(out, File{Client: c, Path: abs, Scope: scope, Refused: why})
+				return
+			}
 		}
 		if fi, err := os.Stat(abs); err != nil || !fi.Mode().IsRegular() {
 			return

@@ -32,6 +32,9 @@ type tomlDoc struct {
 }
 
 func parseTOML(data []byte) (*tomlDoc, error) {
+	if err := checkNesting(data, TOML); err != nil {
+		return nil, err
+	}
 	var raw map[string]any
 	md, err := toml.Decode(string(data), &raw)
 	if err != nil {

@@ -20,9 +20,11 @@ import (
 // never near it, and a larger one is not read at all.
 const MaxFileSize = 64 << 20
 
-// ReadFile reads a configuration file, refusing one over MaxFileSize.
+// ReadFile reads a configuration file, refusing one over MaxFileSize and
+// anything but a regular file of an ordinary file system (openConfig): no
+// read blocks.
 func ReadFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openConfig(path)
 	if err != nil {
 		return nil, err
 	}
