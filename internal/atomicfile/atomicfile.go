@@ -25,12 +25,28 @@ func Write(path string, data []byte, perm fs.FileMode) error {
 // untouched (client configurations use it to refuse when another program
 // changed the file meanwhile).
 func WriteChecked(path string, data []byte, perm fs.FileMode, check func() error) error {
+	return WriteOwned(path, data, perm, nil, check)
+}
+
+// Owner is a file's owner and group.
+type Owner struct{ UID, GID int }
+
+// WriteOwned is WriteChecked that also gives the new file owner (when not
+// nil) before it replaces the old one: a file mcpcage rewrites while it
+// runs as root (sudo, a devcontainer, CI) stays its owner's.
+func WriteOwned(path string, data []byte, perm fs.FileMode, owner *Owner, check func() error) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
+	if owner != nil {
+		if err := tmp.Chown(owner.UID, owner.GID); err != nil {
+			tmp.Close()
+			return err
+		}
+	}
 	if err := tmp.Chmod(perm); err != nil {
 		tmp.Close()
 		return err

@@ -50,7 +50,8 @@ const BackupSuffix = ".mcpcage-backup-"
 
 // Write replaces the content of path, which was before when the plan was
 // made, with after. It follows a symbolic link to the real file, keeps the
-// file's mode, leaves a backup of before next to it (never overwriting an
+// file's mode and, where it can differ from the writer's (mcpcage run as
+// root on a user's file), its owner and group, for the backup too, leaves a backup of before next to it (never overwriting an
 // older backup), writes a temporary file in the same directory and renames it
 // into place, reading the file once more just before the rename. If the file
 // no longer holds before, nothing is written and the error wraps ErrChanged.
@@ -67,16 +68,17 @@ func Write(path string, before, after []byte, now time.Time, beforeRename func()
 		return "", err
 	}
 	mode := fi.Mode().Perm()
+	owner := ownerToKeep(fi)
 	if cur, err := os.ReadFile(real); err != nil {
 		return "", err
 	} else if !bytes.Equal(cur, before) {
 		return "", fmt.Errorf("%s %w", path, ErrChanged)
 	}
-	backup, err = writeBackup(real, before, mode, now)
+	backup, err = writeBackup(real, before, mode, owner, now)
 	if err != nil {
 		return "", err
 	}
-	err = atomicfile.WriteChecked(real, after, mode, func() error {
+	err = atomicfile.WriteOwned(real, after, mode, owner, func() error {
 		if beforeRename != nil {
 			beforeRename()
 		}
@@ -94,7 +96,7 @@ func Write(path string, before, after []byte, now time.Time, beforeRename func()
 	return backup, nil
 }
 
-func writeBackup(real string, data []byte, mode fs.FileMode, now time.Time) (string, error) {
+func writeBackup(real string, data []byte, mode fs.FileMode, owner *atomicfile.Owner, now time.Time) (string, error) {
 	base := real + BackupSuffix + now.UTC().Format("20060102T150405Z")
 	for n := 1; n < 1000; n++ {
 		name := base
@@ -108,7 +110,12 @@ func writeBackup(real string, data []byte, mode fs.FileMode, now time.Time) (str
 		if err != nil {
 			return "", fmt.Errorf("cannot write a backup next to %s: %w", real, err)
 		}
-		_, err = f.Write(data)
+		if owner != nil {
+			err = f.Chown(owner.UID, owner.GID)
+		}
+		if err == nil {
+			_, err = f.Write(data)
+		}
 		if err == nil {
 			err = f.Sync()
 		}
