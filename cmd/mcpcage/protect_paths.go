@@ -114,6 +114,21 @@ func storesOf(opts *ProtectOptions, r *fileReport, s clients.Server) []store {
 	return out
 }
 
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// covered says whether one of the folders dirs holds p.
+func covered(dirs []string, p string) bool {
+	for _, d := range dirs {
+		if rel, err := filepath.Rel(d, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return true
+		}
+	}
+	return false
+}
+
 // cageNotes says, for an entry about to be caged, what changes for its
 // server: what it sees of your files and how, what it keeps, what it loses.
 func cageNotes(opts *ProtectOptions, r *fileReport, c clients.Change) []string {
@@ -167,8 +182,10 @@ func cageNotes(opts *ProtectOptions, r *fileReport, c clients.Change) []string {
 		if _, err := os.Stat(p); err == nil {
 			ro = append(ro, p)
 			notes = append(notes, fmt.Sprintf("env %s names the host path %s: shown read-only at that path", v.Name, p))
+		} else if dir := filepath.Dir(p); dir != "/" && isDir(dir) && !covered(rw, p) {
+			notes = append(notes, fmt.Sprintf("! env %s names %s, which does not exist yet: the caged server will not start, since it would create it where you never see it; add --mount=%s:rw to its args before --, or point %s at a file that exists", v.Name, p, dir, v.Name))
 		} else {
-			notes = append(notes, fmt.Sprintf("env %s names %s, which does not exist here: the server sees the cage's own disk there, and what it writes there is lost when the session ends", v.Name, p))
+			notes = append(notes, fmt.Sprintf("env %s names %s, which does not exist here: the server sees the cage's own disk there", v.Name, p))
 		}
 	}
 	if proj != "" {
@@ -190,7 +207,7 @@ func cageNotes(opts *ProtectOptions, r *fileReport, c clients.Change) []string {
 	for _, st := range stores {
 		switch {
 		case st.lost != "":
-			notes = append(notes, fmt.Sprintf("! %s (%s) would be lost: %s; unset it to keep it in the server's private HOME, or point it at a folder of yours", st.Env, st.What, st.lost))
+			notes = append(notes, fmt.Sprintf("! %s (%s) would be lost: %s; the caged server will not start while it does not exist (mcpcage run refuses a store it would lose); unset it to keep it in the server's private HOME, or point it at a folder of yours", st.Env, st.What, st.lost))
 		case st.value != "":
 			notes = append(notes, fmt.Sprintf("%s (%s) stays at %s: its folder is shown read-write", st.Env, st.What, st.value))
 		default:

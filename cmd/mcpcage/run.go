@@ -206,6 +206,7 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 		p.prog = prog
 	}
 	var envPaths []string
+	var envNames map[string]string // a path -> the variable that names it
 	var err error
 	if p.memory, err = cage.ParseSize(opts.Memory); err != nil || p.memory < 16<<20 {
 		return nil, usageErr(fmt.Errorf("--memory %q: give a size of at least 16m, like 512m or 1g", opts.Memory))
@@ -248,8 +249,12 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 		if x, ok := launch.ExpandPath(v, userHome, cwd); ok {
 			v = x
 		}
-		if filepath.IsAbs(v) {
+		if filepath.IsAbs(v) && !strings.ContainsRune(v, 0) {
 			envPaths = append(envPaths, v)
+			if envNames == nil {
+				envNames = map[string]string{}
+			}
+			envNames[filepath.Clean(v)] = n
 		}
 		p.env = append(p.env, n+"="+v)
 	}
@@ -311,6 +316,16 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 			p.mounts = append(p.mounts, m)
 		}
 	}
+	// A variable that names a host path that does not exist yet (a store
+	// the server will create: server-memory's MEMORY_FILE_PATH) would be
+	// written inside the cage, where nobody sees it again: its own /tmp is
+	// emptied at the end, the rest of its disk is read-only. Unless a
+	// --mount shows the folder, the start is refused with what to do.
+	for _, v := range envPaths {
+		if err := envPathMissing(envNames[filepath.Clean(v)], v, p.mounts); err != nil {
+			return nil, usageErr(err)
+		}
+	}
 	// Project servers read their configuration from the folder the client
 	// starts them in: when the cage shows that folder, start there.
 	if cwd != "" && cage.Covered(p.mounts, cwd) {
@@ -320,6 +335,33 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// envPathMissing refuses a --env variable whose value is an absolute path
+// that does not exist on the host while its folder does, and that no
+// --mount covers: the server would create it inside the cage and lose it.
+// A value whose folder does not exist either (or is "/": "/v1" is more
+// often a URL's path than a file) is left alone.
+func envPathMissing(name, v string, mounts []cage.Mount) error {
+	v = filepath.Clean(v)
+	if _, err := os.Lstat(v); err == nil || cage.Covered(mounts, v) {
+		return nil
+	}
+	dir := filepath.Dir(v)
+	if dir == "/" {
+		return nil
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil
+	}
+	where := "inside the cage, where you never see it"
+	for _, own := range []string{"/tmp", "/dev/shm"} {
+		if dir == own || strings.HasPrefix(dir, own+"/") {
+			where = "in the cage's own " + own + ", emptied when the session ends"
+		}
+	}
+	return withHint(fmt.Errorf("--env %s names %s, which does not exist yet: the server would create it %s", name, v, where),
+		"give --mount %s:rw so the server keeps it in your folder, or point %s at a file that exists", dir, name)
 }
 
 // handBanner tells a person who started `mcpcage run` on a terminal what
