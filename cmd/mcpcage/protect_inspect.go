@@ -183,7 +183,7 @@ func inspectRun(s clients.Server, argv []string, rio *IOStreams) (*RunOptions, [
 					notGiven = append(notGiven, "--env "+n+" (no value in the entry's env block)")
 				}
 			}
-		case "mount", "allow-host":
+		case "mount", "allow-host", "allow-dependency":
 			vs, _ := fs.GetStringArray(f.Name)
 			for _, v := range vs {
 				notGiven = append(notGiven, "--"+f.Name+" "+v)

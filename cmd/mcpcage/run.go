@@ -50,6 +50,7 @@ type RunOptions struct {
 	MaxLine      string
 	Update       bool
 	AllowScripts bool
+	AllowDeps    []string
 	StartTimeout time.Duration
 	Home         string // --home: the state directory, in place of $MCPCAGE_HOME
 	Guard        GuardFlags
@@ -125,6 +126,7 @@ the server was killed for using too much memory.`,
 	fs.StringVar(&opts.MaxLine, "max-line", "16m", "largest message accepted in either direction")
 	fs.BoolVar(&opts.Update, "update", false, "resolve and install the package anew instead of the cached version")
 	fs.BoolVar(&opts.AllowScripts, "allow-scripts", false, "run the package's install scripts (inside the install container)")
+	fs.StringArrayVar(&opts.AllowDeps, "allow-dependency", nil, "let the npm package `NAME` of the installed tree come from elsewhere than the registry (a tarball URL, git) or under another name (an alias) (repeatable)")
 	fs.DurationVar(&opts.StartTimeout, "start-timeout", 30*time.Second, "how long to wait for the server's first answer before giving up")
 	fs.StringVar(&opts.Home, "home", "", "mcpcage's state `directory` (pins, audit, packages), in place of $MCPCAGE_HOME; protect --fix writes it when yours is not ~/.mcpcage")
 	opts.Guard.add(fs)
@@ -570,7 +572,7 @@ func upCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Started, e
 		Name: p.name, Command: p.cmd, Program: p.prog, Mounts: p.mounts,
 		StateDir: p.stateDir, Sockets: p.sockets, Env: p.env, WorkDir: p.workDir,
 		AllowNet: opts.AllowNet, Memory: p.memory, Pids: opts.Pids, CPUs: opts.CPUs, TmpSize: p.tmpSize,
-		Update: opts.Update, AllowScripts: opts.AllowScripts, LegacyOwner: legacyOwner,
+		Update: opts.Update, AllowScripts: opts.AllowScripts, AllowDeps: opts.AllowDeps, LegacyOwner: legacyOwner,
 		Egress: p.egress, EgressNetwork: p.egressNet, Log: opts.IO.ErrOut, Progress: opts.IO.Reporter(), ScratchHome: opts.ScratchHome,
 	}
 	if p.egress != nil {

@@ -38,8 +38,10 @@ type Plan struct {
 	Pids     int64
 	CPUs     float64
 	TmpSize  int64
-	// Update and AllowScripts are the install phase's (install.Request).
+	// Update, AllowScripts and AllowDeps are the install phase's
+	// (install.Request).
 	Update, AllowScripts bool
+	AllowDeps            []string
 	// LegacyOwner is the identity that owns a server HOME made before
 	// identities were recorded (home.ServerHome).
 	LegacyOwner string
@@ -207,7 +209,7 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 		l = launch.Launch{Kind: "exec", Package: p.Program.Path, Version: p.Program.Digest, Image: ref, ImageDigest: id, Argv: c.Args}
 	default:
 		req := install.Request{
-			Kind: c.Kind, Spec: c.Spec, Bin: c.Bin, Update: p.Update, AllowScripts: p.AllowScripts,
+			Kind: c.Kind, Spec: c.Spec, Bin: c.Bin, Update: p.Update, AllowScripts: p.AllowScripts, AllowDeps: p.AllowDeps,
 			Stderr: log, Progress: p.Progress, Labels: Self().Labels(),
 		}
 		res, err := install.Ensure(ctx, cli, req)
@@ -225,6 +227,10 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 					"run `sudo mcpcage images build %s` where Debian's archive and npm are reachable, or docker pull %s", BuildArg(c.Kind), ie.Tried[0])
 			}
 			res, err = install.Ensure(ctx, cli, req)
+		}
+		var fe *install.ForeignError
+		if errors.As(err, &fe) {
+			return fail(err, "%s", fe.Hint())
 		}
 		if err != nil {
 			return fail(err, "")

@@ -101,6 +101,9 @@ type Request struct {
 	Bin          string    // the package's command to run (`npx -p PKG CMD`, `uvx --from PKG CMD`); "" for its own
 	Update       bool      // resolve and install anew even if cached
 	AllowScripts bool      // explicit opt-in to run install scripts (npm; still inside the install container)
+	// AllowDeps names the packages of the tree that may come from
+	// elsewhere than the registry in use, or under another name (npm).
+	AllowDeps []string
 	Stderr       io.Writer // warnings (Skipped install scripts named here) and a failed installer's output; nil discards
 	// Progress says what is installed, that it is still running, and how
 	// long it took; nil says nothing.
@@ -137,6 +140,9 @@ type Meta struct {
 	Skipped   []string  `json:"skipped,omitempty"`
 	Scripts   bool      `json:"scripts_ran"`
 	Installed time.Time `json:"installed"`
+	// Tree is the installed tree with each package's source and integrity
+	// hash (npx), as npm recorded it when it was installed.
+	Tree []TreeEntry `json:"tree,omitempty"`
 }
 
 // Resolved is resolved/<kind>-<h>.json.
@@ -145,6 +151,25 @@ type Resolved struct {
 	Package   string `json:"package"` // name, and extras ("[a,b]") when given
 	Version   string `json:"version"`
 	Requested string `json:"requested,omitempty"` // the exact version as typed, when one was
+}
+
+// ForeignError is an npm package whose installed tree holds packages that
+// did not come from the registry in use, or came under another name (a
+// dependency on a tarball URL, a git repository, a file, an npm alias).
+// Nothing of the install is kept.
+type ForeignError struct {
+	Package  string
+	Registry string
+	Detail   string // the packages, each with where it came from
+}
+
+func (e *ForeignError) Error() string {
+	return fmt.Sprintf("refused %s: its dependencies do not all come from the registry %s: %s", e.Package, e.Registry, e.Detail)
+}
+
+// Hint says how to allow them.
+func (e *ForeignError) Hint() string {
+	return "if you trust them, allow each by name with --allow-dependency NAME"
 }
 
 // SourceOnlyError is a Python package that has no wheel for the platform:
@@ -378,6 +403,9 @@ func installEntry(ctx context.Context, cli client.APIClient, root string, sp lau
 		} else {
 			env = append(env, "MCPCAGE_SCAN_SCRIPTS=1")
 		}
+		if len(req.AllowDeps) > 0 {
+			env = append(env, "MCPCAGE_ALLOW_DEPS="+strings.Join(req.AllowDeps, ","))
+		}
 		registry = npmRegistry()
 		if registry != "" {
 			env = append(env, "npm_config_registry="+registry)
@@ -446,6 +474,8 @@ func installEntry(ctx context.Context, cli client.APIClient, root string, sp lau
 				nf.Package, nf.Detail = f.Package, f.Detail+", needed by "+sp.Name
 			}
 			return nil, "", nf
+		case "foreign":
+			return nil, "", &ForeignError{Package: sp.Requirement(version), Registry: redactURL(registry), Detail: f.Detail}
 		case "unreachable":
 			// Not a package that does not exist: the registry never answered.
 			// npm's driver names the cause; the registry is ours to name.
@@ -476,6 +506,7 @@ func installEntry(ctx context.Context, cli client.APIClient, root string, sp lau
 		Env:       runEnv(sp.Kind),
 		Scripts:   req.AllowScripts,
 		Installed: time.Now().UTC().Truncate(time.Second),
+		Tree:      rep.Tree,
 	}
 	for _, s := range rep.Skipped {
 		m.Skipped = append(m.Skipped, fmt.Sprintf("%s@%s (%s)", s.Name, s.Version, strings.Join(s.Scripts, ", ")))

@@ -51,6 +51,31 @@ const walk = dir => {
 const dir = path.join(nm, name);
 const pk = read(dir);
 if (!pk) fail('failed', 'npm installed nothing for it');
+// The resolved tree, from npm's own record of it: every package must come
+// from the registry in use, under its own name, unless named in
+// MCPCAGE_ALLOW_DEPS. A dependency on a tarball URL, a git repository, a
+// file, or an npm alias (installed under another name) is refused by name.
+let registry = String(process.env.npm_config_registry || 'https://registry.npmjs.org/');
+if (!registry.endsWith('/')) registry += '/';
+const allowed = new Set(String(process.env.MCPCAGE_ALLOW_DEPS || '').split(',').filter(Boolean));
+let lock = null;
+try { lock = JSON.parse(fs.readFileSync(path.join(nm, '.package-lock.json'), 'utf8')); } catch (e) {}
+if (!lock || typeof lock.packages !== 'object' || lock.packages === null) fail('failed', 'npm left no record of the installed tree (node_modules/.package-lock.json) to check');
+out.tree = [];
+const foreign = [];
+for (const [p, e] of Object.entries(lock.packages)) {
+	if (!p || typeof e !== 'object' || e === null) continue;
+	const base = p.slice(p.lastIndexOf('node_modules/') + 'node_modules/'.length);
+	const real = typeof e.name === 'string' ? e.name : base;
+	if (e.inBundle) continue; // inside a registry tarball: its integrity covers it
+	const resolved = typeof e.resolved === 'string' ? e.resolved : '';
+	out.tree.push({path: p, version: String(e.version || ''), resolved, integrity: typeof e.integrity === 'string' ? e.integrity : ''});
+	if (allowed.has(base) || allowed.has(real)) continue;
+	if (e.link) foreign.push(base + ' (a link to ' + (resolved || '?') + ')');
+	else if (!resolved.startsWith(registry)) foreign.push(base + ' (from ' + (resolved || 'nowhere named') + ', not the registry)');
+	else if (real !== base) foreign.push(base + ' (is ' + real + ', installed under another name)');
+}
+if (foreign.length) { out.failure = {kind: 'foreign', package: name, detail: foreign.slice(0, 5).join('; ') + (foreign.length > 5 ? '; and ' + (foreign.length - 5) + ' more' : '')}; delete out.command; delete out.skipped; delete out.version; delete out.tree; say(); process.exit(0); }
 out.version = String(pk.version || '');
 let bins = pk.bin;
 const short = name.replace(/^@[^/]+\//, '');

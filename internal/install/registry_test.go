@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -412,5 +413,96 @@ func TestImageOverrideWithEntrypoint(t *testing.T) {
 	}
 	if tools := listTools(t, cli, res); !slices.Equal(tools, []string{"echo"}) {
 		t.Fatalf("tools %q", tools)
+	}
+}
+
+// A registry package whose dependencies come from a tarball URL of another
+// host, or under another name (an npm alias), is refused by name, and
+// nothing of it is cached; --allow-dependency NAME lets each through. A
+// tree from the registry alone is kept with each package's source and
+// integrity hash.
+func TestNPMForeignDependencyRefused(t *testing.T) {
+	isolate(t)
+	cli := dockerClient(t)
+	addr := bridgeAddr(t, cli)
+	// The tarball of "helper", served by another server than the registry.
+	helper := npmPackage{name: "mcpcage-fixture-helper", version: "1.0.0", files: map[string]string{"index.js": "module.exports = 1;"}}
+	tgz := npmTarball(t, helper)
+	ln, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var elsewhere []string
+	var mu sync.Mutex
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		elsewhere = append(elsewhere, r.URL.Path)
+		mu.Unlock()
+		w.Write(tgz)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	foreignURL := "http://" + ln.Addr().String() + "/helper.tgz"
+	pkgs := append(fixturePackages(),
+		npmPackage{
+			name: "mcpcage-fixture-url", version: "1.0.0",
+			manifest: map[string]any{"bin": "server.js", "dependencies": map[string]any{"helper": foreignURL}},
+			files:    map[string]string{"server.js": fixtureServerJS},
+		},
+		npmPackage{
+			name: "mcpcage-fixture-alias", version: "1.0.0",
+			manifest: map[string]any{"bin": "server.js", "dependencies": map[string]any{"lodash": "npm:mcpcage-fixture-hook@1.0.0"}},
+			files:    map[string]string{"server.js": fixtureServerJS},
+		},
+	)
+	reg := startNPMRegistry(t, addr, pkgs...)
+	t.Setenv("NPM_CONFIG_REGISTRY", reg.URL)
+
+	for _, c := range []struct{ spec, dep, why string }{
+		{"mcpcage-fixture-url", "helper", "from " + foreignURL + ", not the registry"},
+		{"mcpcage-fixture-alias", "lodash", "is mcpcage-fixture-hook, installed under another name"},
+	} {
+		var log bytes.Buffer
+		cached := func() int {
+			m, _ := filepath.Glob(filepath.Join(os.Getenv("MCPCAGE_HOME"), "packages", "npx", "*"))
+			return len(m)
+		}
+		before := cached()
+		_, err := Ensure(context.Background(), cli, Request{Kind: "npx", Spec: c.spec, Stderr: &log})
+		var fe *ForeignError
+		if !errors.As(err, &fe) || !strings.Contains(fe.Detail, c.dep+" ("+c.why+")") || !strings.Contains(fe.Hint(), "--allow-dependency NAME") {
+			t.Fatalf("%s: %v\n%s", c.spec, err, log.String())
+		}
+		if n := cached(); n != before {
+			t.Errorf("%s: a refused install left an entry in the cache (%d, was %d)", c.spec, n, before)
+		}
+		res, err := Ensure(context.Background(), cli, Request{Kind: "npx", Spec: c.spec, AllowDeps: []string{c.dep}, Stderr: &log})
+		if err != nil {
+			t.Fatalf("%s with --allow-dependency %s: %v\n%s", c.spec, c.dep, err, log.String())
+		}
+		if tools := listTools(t, cli, res); !slices.Equal(tools, []string{"echo"}) {
+			t.Errorf("%s: tools %q", c.spec, tools)
+		}
+	}
+	// A tree from the registry alone: kept, with its hashes.
+	res, err := Ensure(context.Background(), cli, Request{Kind: "npx", Spec: "mcpcage-fixture-server"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(res.CacheDir), "meta.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Tree) != 3 {
+		t.Fatalf("meta.json tree: %+v", m.Tree)
+	}
+	for _, e := range m.Tree {
+		if !strings.HasPrefix(e.Resolved, reg.URL) || !strings.HasPrefix(e.Integrity, "sha512-") {
+			t.Errorf("tree entry %+v", e)
+		}
 	}
 }

@@ -24,6 +24,17 @@ type Report struct {
 	Command []string  `json:"command"`
 	Skipped []Skipped `json:"skipped"`
 	Failure *Failure  `json:"failure"`
+	// Tree is every package npm installed, from its record of the tree
+	// (npx only): where, which version, from where, with which hash.
+	Tree []TreeEntry `json:"tree"`
+}
+
+// TreeEntry is one installed package of a tree.
+type TreeEntry struct {
+	Path      string `json:"path"`
+	Version   string `json:"version"`
+	Resolved  string `json:"resolved"`
+	Integrity string `json:"integrity"`
 }
 
 // Skipped is a package whose install scripts were not run.
@@ -35,7 +46,7 @@ type Skipped struct {
 
 // Failure is the driver's own classification of an installer error.
 type Failure struct {
-	Kind    string `json:"kind"`    // "not-found", "source-only", "no-command", "several-commands", "failed", "unreachable"
+	Kind    string `json:"kind"`    // "not-found", "source-only", "no-command", "several-commands", "failed", "unreachable", "foreign"
 	Package string `json:"package"` // the package it is about (may be a dependency)
 	Detail  string `json:"detail"`
 }
@@ -47,6 +58,7 @@ var (
 
 const (
 	maxSkipped     = 10000
+	maxTree        = 20000
 	maxCommandArgs = 4
 )
 
@@ -79,7 +91,7 @@ func parseReport(out []byte, noCommand bool) (*Report, error) {
 		r.Failure.Package = clean(r.Failure.Package, 214)
 		r.Failure.Detail = clean(r.Failure.Detail, 400)
 		switch r.Failure.Kind {
-		case "not-found", "source-only", "no-command", "several-commands", "failed", "unreachable":
+		case "not-found", "source-only", "no-command", "several-commands", "failed", "unreachable", "foreign":
 		default:
 			return nil, fmt.Errorf("the install container's report has an unknown failure kind %q", clean(r.Failure.Kind, 40))
 		}
@@ -116,6 +128,13 @@ func parseReport(out []byte, noCommand bool) (*Report, error) {
 		for k := range s.Scripts {
 			s.Scripts[k] = clean(s.Scripts[k], 40)
 		}
+	}
+	if len(r.Tree) > maxTree {
+		return nil, fmt.Errorf("the install container's report names more than %d installed packages", maxTree)
+	}
+	for i := range r.Tree {
+		e := &r.Tree[i]
+		e.Path, e.Version, e.Resolved, e.Integrity = clean(e.Path, 1024), clean(e.Version, 64), clean(e.Resolved, 2048), clean(e.Integrity, 200)
 	}
 	return &r, nil
 }
