@@ -96,15 +96,15 @@ const MountPoint = "/srv/pkg"
 
 // Request says what to install.
 type Request struct {
-	Kind         string    // "npx" or "uvx"
-	Spec         string    // the package as typed: "pkg", "pkg@1.2.3", "@scope/pkg@latest", "pkg==1.0" (uvx)
-	Bin          string    // the package's command to run (`npx -p PKG CMD`, `uvx --from PKG CMD`); "" for its own
-	Update       bool      // resolve and install anew even if cached
-	AllowScripts bool      // explicit opt-in to run install scripts (npm; still inside the install container)
+	Kind         string // "npx" or "uvx"
+	Spec         string // the package as typed: "pkg", "pkg@1.2.3", "@scope/pkg@latest", "pkg==1.0" (uvx)
+	Bin          string // the package's command to run (`npx -p PKG CMD`, `uvx --from PKG CMD`); "" for its own
+	Update       bool   // resolve and install anew even if cached
+	AllowScripts bool   // explicit opt-in to run install scripts (npm; still inside the install container)
 	// AllowDeps names the packages of the tree that may come from
 	// elsewhere than the registry in use, or under another name (npm).
 	AllowDeps []string
-	Stderr       io.Writer // warnings (Skipped install scripts named here) and a failed installer's output; nil discards
+	Stderr    io.Writer // warnings (Skipped install scripts named here) and a failed installer's output; nil discards
 	// Progress says what is installed, that it is still running, and how
 	// long it took; nil says nothing.
 	Progress *progress.Reporter
