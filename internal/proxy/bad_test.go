@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -391,5 +392,30 @@ func waitFor(t *testing.T, rec *recorder, want string) {
 			t.Fatalf("no %q on the server's stderr after 30s:\n%s", want, rec.String())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestServerLogFloodBounded: 300 malformed lines from the server give 50
+// lines on stderr and, at the end, one saying how many more there were; the
+// session goes on.
+func TestServerLogFloodBounded(t *testing.T) {
+	c, p := rawSession(t, Config{MaxLine: 1 << 20})
+	var lines []string
+	for i := 0; i < 300; i++ {
+		lines = append(lines, "not json "+strconv.Itoa(i))
+	}
+	c.send(emit(2, lines...))
+	c.expect(`"id":2`, `"result":{}`)
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	c.expect(`"id":3`)
+	p.toProxy.Close()
+	c.expectEOF()
+	p.wait(t)
+	log := p.stderr.String()
+	if n := strings.Count(log, "dropped a malformed message from the server: "); n != maxLogLines {
+		t.Errorf("%d lines about malformed messages, want %d", n, maxLogLines)
+	}
+	if !strings.Contains(log, `250 more like "dropped a malformed message from the server" were not shown`) {
+		t.Errorf("no count of the lines not shown:\n%s", log[max(0, len(log)-500):])
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -247,6 +249,7 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 		_ = c.Close()
 	}
 	r.waitBounded(stderrDone, "server stderr")
+	r.logHeld()
 	for _, p := range cfg.Policies {
 		if l, ok := p.(Lifecycle); ok {
 			l.SessionEnd(context.WithoutCancel(ctx), r.sess, code)
@@ -307,6 +310,8 @@ type run struct {
 	srv       Server
 	ctx       context.Context
 	log       *lineWriter
+	logMu     sync.Mutex
+	logCount  map[string]int // lines written by logf, by format
 	observers []Observer
 	// copyAll: policies may keep the messages they are shown, so each is
 	// copied out of its pump's read buffer (see borrowed).
@@ -344,12 +349,47 @@ type run struct {
 	loggedClient bool
 }
 
+// maxLogLines is how many lines of one kind (one format) the proxy writes
+// in a session: a peer that sends 20,000 malformed lines gets 50 lines on
+// stderr, then one saying how many more there were (logHeld), so that it
+// cannot fill the user's disk through mcpcage's log.
+const maxLogLines = 50
+
 func (r *run) logf(format string, args ...any) {
-	name := r.sess.Name
-	if name == "" {
-		name = "server"
+	r.logMu.Lock()
+	if r.logCount == nil {
+		r.logCount = map[string]int{}
 	}
-	r.log.WriteLine(fmt.Sprintf("mcpcage: [%s] %s", name, fmt.Sprintf(format, args...)))
+	r.logCount[format]++
+	n := r.logCount[format]
+	r.logMu.Unlock()
+	if n > maxLogLines {
+		return
+	}
+	r.log.WriteLine(fmt.Sprintf("mcpcage: [%s] %s", r.logName(), fmt.Sprintf(format, args...)))
+}
+
+func (r *run) logName() string {
+	if r.sess.Name == "" {
+		return "server"
+	}
+	return r.sess.Name
+}
+
+// logHeld says how many lines of each kind logf did not write.
+func (r *run) logHeld() {
+	r.logMu.Lock()
+	var held []string
+	for f, n := range r.logCount {
+		if n > maxLogLines {
+			held = append(held, fmt.Sprintf("%d more like %q", n-maxLogLines, strings.SplitN(f, ":", 2)[0]))
+		}
+	}
+	r.logMu.Unlock()
+	sort.Strings(held)
+	for _, h := range held {
+		r.log.WriteLine(fmt.Sprintf("mcpcage: [%s] %s were not shown", r.logName(), h))
+	}
 }
 
 // closeServerStdin ends what the proxy writes to the server. What is already
