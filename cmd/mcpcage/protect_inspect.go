@@ -201,7 +201,7 @@ func inspectRun(s clients.Server, argv []string, rio *IOStreams) (*RunOptions, [
 		return nil, nil, err
 	}
 	fs = min.Flags()
-	ropts := &RunOptions{IO: rio, ScratchHome: true}
+	ropts := &RunOptions{IO: rio, ScratchHome: true, ListOnly: true}
 	ropts.LookupEnv = func(n string) (string, bool) {
 		v, ok := block[n]
 		return v, ok
@@ -310,7 +310,7 @@ func triedHosts(events []egress.Event) []triedHost {
 		if e.Verdict == "allowed" {
 			continue
 		}
-		host, what, flag := cage.EgressAllowing(e)
+		host, what, flag := egress.Allowing(e)
 		if host == "" || seen[flag] {
 			continue
 		}

@@ -60,6 +60,10 @@ type RunOptions struct {
 	EgressNetwork string
 	// Set by protect --inspect only, never by a flag: LookupEnv is where
 	// --env values come from (nil: mcpcage's own environment), and
+	// ListOnly is a start that only lists the server's tools (scan,
+	// protect --inspect): what it writes is not meant to be kept, so a
+	// variable naming a file it would create is not refused.
+	ListOnly bool
 	// ScratchHome gives the server an empty HOME in memory in place of its
 	// private folder.
 	LookupEnv   func(string) (string, bool)
@@ -324,6 +328,9 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 	// emptied at the end, the rest of its disk is read-only. Unless a
 	// --mount shows the folder, the start is refused with what to do.
 	for _, v := range envPaths {
+		if opts.ListOnly {
+			break
+		}
 		if err := envPathMissing(envNames[filepath.Clean(v)], v, p.mounts); err != nil {
 			return nil, usageErr(err)
 		}

@@ -60,5 +60,5 @@ func (s gatewayServer) Stop(ctx context.Context) error {
 
 // egressRefusal is the stderr line of a refused attempt.
 func egressRefusal(name string) func(egress.Event) string {
-	return func(e egress.Event) string { return cage.EgressRefusal(name, e) }
+	return func(e egress.Event) string { return egress.Refusal(name, e) }
 }

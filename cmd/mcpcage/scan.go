@@ -410,7 +410,7 @@ func printScan(opts *ScanOptions, rep *scanReport) error {
 // and stops it.
 func scanCaged(ctx context.Context, opts *ScanOptions) (*scanReport, error) {
 	ro := &RunOptions{
-		IO: opts.IO, Command: opts.Command, Image: opts.Image, Name: opts.Name, AllowNet: opts.AllowNet, Env: opts.Env,
+		IO: opts.IO, Command: opts.Command, Image: opts.Image, Name: opts.Name, AllowNet: opts.AllowNet, Env: opts.Env, ListOnly: true,
 		Memory: "512m", Pids: cage.DefaultPids, CPUs: cage.DefaultCPUs, TmpSize: "64m", MaxLine: "16m", StartTimeout: 30 * time.Second,
 	}
 	p, err := planRun(ro)

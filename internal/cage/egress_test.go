@@ -285,7 +285,7 @@ func TestEgressRefusesPrivateAddresses(t *testing.T) {
 	if len(got) != 1 || got[0].Verdict != "refused" || !strings.Contains(got[0].Reason, "private address "+in.Addrs["a"]) {
 		t.Fatalf("events: %+v", got)
 	}
-	line := EgressRefusal("srv", got[0])
+	line := egress.Refusal("srv", got[0])
 	if !strings.Contains(line, "api.allowed.test:443") || !strings.HasSuffix(line, "allow it with --allow-private-addresses") {
 		t.Errorf("refusal line: %s", line)
 	}
