@@ -50,6 +50,7 @@ import (
 
 	"github.com/mcpcage/mcpcage/internal/fixture"
 	"github.com/mcpcage/mcpcage/internal/home"
+	"github.com/mcpcage/mcpcage/internal/guard"
 	"github.com/mcpcage/mcpcage/internal/launch"
 	"github.com/mcpcage/mcpcage/internal/proxy"
 )
@@ -102,14 +103,22 @@ func bareMain(args []string) int {
 		return 2
 	}
 	cfg.Env = *env
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	srv, err := proxy.StartProcess(ctx, argv, nil)
+	// The guard first, as `mcpcage run` opens it: a session whose log
+	// cannot be written never starts its server.
+	guardOf, err := guard.Open(cfg)
 	if err != nil {
 		fmt.Fprintf(io.ErrOut, "mcpcage: error: %v\n", err)
 		return 1
 	}
-	code, err := serveSession(ctx, io, cfg, srv, 16<<20, 0)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := proxy.StartProcess(ctx, argv, nil)
+	if err != nil {
+		guardOf.Abort()
+		fmt.Fprintf(io.ErrOut, "mcpcage: error: %v\n", err)
+		return 1
+	}
+	code, err := serveSession(ctx, io, guardOf, srv, 16<<20, 0)
 	if err != nil {
 		fmt.Fprintf(io.ErrOut, "mcpcage: error: %v\n", err)
 		if code == 0 {

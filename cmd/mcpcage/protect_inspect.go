@@ -247,7 +247,7 @@ func inspectOne(s clients.Server, argv []string) *inspectResultJSON {
 	// Written by the install and by the gateway's readers at once.
 	errBuf := &tailBuffer{max: 64 << 10}
 	ropts.IO.ErrOut = errBuf
-	st, err := upCage(ctx, ropts, p)
+	st, err := upCage(ctx, ropts, p, nil)
 	if err != nil {
 		res.Error = errText(err)
 		return res

@@ -23,7 +23,6 @@ import (
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
 	"github.com/mcpcage/mcpcage/internal/launch"
-	"github.com/mcpcage/mcpcage/internal/proxy"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
 	"github.com/mcpcage/mcpcage/known"
 )
@@ -469,7 +468,7 @@ func stoppedBy(ctx context.Context) *stopSignal {
 // signalledCage is the cage as the proxy sees it: a server that was stopped
 // because mcpcage received a signal says so to the client left waiting.
 type signalledCage struct {
-	*cage.Cage
+	*cage.Started
 	ctx context.Context
 }
 
@@ -503,27 +502,35 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start the server: %v", err))
 		return err
 	}
-	// Every flag of the chain is checked before Docker is touched.
-	if _, err := opts.Guard.config(opts.IO, "", launch.Launch{}, ""); err != nil {
-		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start the server: %v", err))
-		return err
-	}
 	for _, n := range p.notes {
 		untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: warning: %s\n", n)
 	}
-	handBanner(opts.IO, p.name, opts.Command, opts.Image)
-	st, err := upCage(ctx, opts, p)
+	// The guard first: a session whose calls cannot be recorded never
+	// starts its server, and what the cage reports while it starts goes
+	// straight into the log.
+	g, err := openGuard(ctx, opts, p)
 	if err != nil {
+		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start the server: %v", err))
+		return err
+	}
+	handBanner(opts.IO, p.name, opts.Command, opts.Image)
+	st, err := upCage(ctx, opts, p, g)
+	if err != nil {
+		g.Abort()
 		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start %q: %v", p.name, err))
 		return err
 	}
-	c := st.Cage
-	gc, err := opts.Guard.config(opts.IO, p.name, st.Launch, p.stateDir)
-	gc.Env = opts.Env
+	code, err := serveSession(ctx, opts.IO, g, signalledCage{Started: st, ctx: ctx}, p.maxLine, opts.StartTimeout)
+	return runExit(ctx, opts, p, st.Cage, code, err)
+}
+
+// openGuard opens the session's guard (its audit log) from the flags.
+func openGuard(ctx context.Context, opts *RunOptions, p *runPlan) (*guard.Guard, error) {
+	gc, err := opts.Guard.config(opts.IO, p.name, launch.Launch{}, p.stateDir)
 	if err != nil {
-		_ = st.Stop(ctx)
-		return err
+		return nil, err
 	}
+	gc.Env = opts.Env
 	gc.StartTimeout, gc.AllowNet = opts.StartTimeout, opts.AllowNet || p.egress != nil
 	// The proxy reads a blocking os.Stdin through a non-blocking duplicate,
 	// so a signal ends its read too (proxy.Run).
@@ -533,13 +540,20 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		}
 		return "", 0
 	}
-	var srv proxy.Server = signalledCage{Cage: c, ctx: ctx}
-	if st.Gateway != nil {
-		gc.Attach = p.egressRec.Attach
-		p.egressRec.OnEnd(func() { _ = c.Stop(context.WithoutCancel(ctx)) })
-		srv = gatewayServer{signalledCage: signalledCage{Cage: c, ctx: ctx}, gw: st.Gateway, rec: p.egressRec}
+	g, err := guard.Open(gc)
+	if err != nil {
+		var se *guard.SetupError
+		if errors.As(err, &se) {
+			err = withHint(se.Err, "%s", se.Hint)
+		}
+		return nil, &ExitError{Code: exitCageError, Err: err}
 	}
-	code, err := serveSession(ctx, opts.IO, gc, srv, p.maxLine, opts.StartTimeout)
+	return g, nil
+}
+
+// runExit is the exit of a session that ran: the server's status, or why
+// mcpcage ended it.
+func runExit(ctx context.Context, opts *RunOptions, p *runPlan, c *cage.Cage, code int, err error) error {
 	if c.OOMKilled() {
 		return &ExitError{Code: 137, Err: withHint(fmt.Errorf("%q was killed for using more than its memory limit (%s)", p.name, cage.FormatSize(p.memory)),
 			"raise the limit with --memory, e.g. --memory 1g")}
@@ -558,7 +572,8 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	}
 	if c.Killed() || ctx.Err() != nil {
 		// mcpcage ended the server (the client left and it did not exit
-		// in time, or a signal): its status is not the server's doing.
+		// in time, or a signal, or its gateway ended): its status is not
+		// the server's doing.
 		return nil
 	}
 	if code != 0 {
@@ -567,8 +582,9 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	return nil
 }
 
-// upCage starts the session's cage (cage.Up) as p says.
-func upCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Started, error) {
+// upCage starts the session's cage (cage.Up) as p says; g, when not nil,
+// hears what runs and the egress gateway's events.
+func upCage(ctx context.Context, opts *RunOptions, p *runPlan, g *guard.Guard) (*cage.Started, error) {
 	// A HOME made before identities were recorded belongs to the launch
 	// its pins approved.
 	var legacyOwner string
@@ -582,9 +598,16 @@ func upCage(ctx context.Context, opts *RunOptions, p *runPlan) (*cage.Started, e
 		Update: opts.Update, AllowScripts: opts.AllowScripts, AllowDeps: opts.AllowDeps, LegacyOwner: legacyOwner,
 		Egress: p.egress, EgressNetwork: p.egressNet, Log: opts.IO.ErrOut, Progress: opts.IO.Reporter(), ScratchHome: opts.ScratchHome,
 	}
-	if p.egress != nil {
-		p.egressRec = guard.NewEgress(p.name, opts.IO.ErrOut, egressRefusal(p.name))
-		plan.EgressEvents, plan.EgressLost, plan.EgressEnded = p.egressRec.Event, p.egressRec.Lost, p.egressRec.Ended
+	switch {
+	case g != nil:
+		plan.Launched = g.Launched
+		if p.egress != nil {
+			plan.EgressSink = g.Egress()
+		}
+	case p.egress != nil:
+		// No session (an inspection): the refusals are kept, not recorded.
+		p.egressRec = guard.NewEgress(p.name, opts.IO.ErrOut, nil)
+		plan.EgressSink = p.egressRec
 	}
 	st, err := cage.Up(ctx, plan)
 	if err != nil {

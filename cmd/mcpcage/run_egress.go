@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 
-	"github.com/mcpcage/mcpcage/internal/cage"
 	"github.com/mcpcage/mcpcage/internal/egress"
-	"github.com/mcpcage/mcpcage/internal/guard"
 )
 
 // EnvEgressNetwork is the default of --egress-network.
@@ -40,25 +37,3 @@ func planEgress(opts *RunOptions, p *runPlan) error {
 	return nil
 }
 
-// gatewayServer is the cage with its gateway: stopping it stops the cage,
-// then the gateway (which reports the connections still open), and writes
-// what the recorder still sums up, before the session's last audit record.
-type gatewayServer struct {
-	signalledCage
-	gw  *cage.Gateway
-	rec *guard.Egress
-}
-
-func (s gatewayServer) Stop(ctx context.Context) error {
-	err := s.signalledCage.Stop(ctx)
-	if gerr := s.gw.Stop(ctx); err == nil {
-		err = gerr
-	}
-	s.rec.Flush()
-	return err
-}
-
-// egressRefusal is the stderr line of a refused attempt.
-func egressRefusal(name string) func(egress.Event) string {
-	return func(e egress.Event) string { return egress.Refusal(name, e) }
-}

@@ -417,7 +417,7 @@ func scanCaged(ctx context.Context, opts *ScanOptions) (*scanReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := upCage(ctx, ro, p)
+	st, err := upCage(ctx, ro, p, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -75,8 +75,8 @@ func (g *GuardFlags) config(io *IOStreams, name string, l launch.Launch, home st
 // chain until the session ends, and returns the server's exit status. `mcpcage
 // run` calls it with a caged server; tests call it with a plain process.
 // drain is how long a client that closed its input waits for answers.
-func serveSession(ctx context.Context, io *IOStreams, cfg guard.Config, srv proxy.Server, maxLine int, drain time.Duration) (int, error) {
-	policies, err := guard.New(cfg)
+func serveSession(ctx context.Context, io *IOStreams, g *guard.Guard, srv proxy.Server, maxLine int, drain time.Duration) (int, error) {
+	policies, err := g.Chain()
 	if err != nil {
 		_ = srv.Stop(ctx)
 		var se *guard.SetupError
@@ -85,6 +85,7 @@ func serveSession(ctx context.Context, io *IOStreams, cfg guard.Config, srv prox
 		}
 		return 1, err
 	}
+	cfg := g.Config()
 	// A client that closes its end of our stdout must turn our writes into
 	// errors, not kill mcpcage with SIGPIPE before it has stopped the server.
 	signal.Ignore(syscall.SIGPIPE)

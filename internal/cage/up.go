@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/go-units"
@@ -47,14 +48,16 @@ type Plan struct {
 	LegacyOwner string
 	// Egress, when not nil, puts the cage behind an egress gateway that
 	// reaches hosts through EgressNetwork ("": the default bridge) and
-	// reports each connection to EgressEvents, each line of its output
-	// that was not an event to EgressLost, and the end of its events while
-	// the cage runs to EgressEnded (EgressSpec).
+	// reports to EgressSink (each connection, each line of its output that
+	// was not an event, the end of its events while the cage runs, after
+	// which the cage is stopped: a session whose connections can no longer
+	// be recorded does not go on).
 	Egress        *egress.Policy
 	EgressNetwork string
-	EgressEvents  func(egress.Event)
-	EgressLost    func()
-	EgressEnded   func(why string)
+	EgressSink    EgressSink
+	// Launched, when set, hears what runs once the install phase knows
+	// it, before the server starts (the audit's session_start).
+	Launched func(launch.Launch)
 	// Log receives what Up and the cage say on the way (orphans reaped,
 	// warnings, hints, a failed install's output).
 	Log io.Writer
@@ -68,10 +71,20 @@ type Plan struct {
 
 // Started is a running cage: the server, what was launched, and the egress
 // gateway (nil without Plan.Egress), which the caller stops after the cage.
+//
+// It is the proxy's server (proxy.Server): its stdio and exit are the
+// cage's, and stopping it stops the cage, then the gateway.
 type Started struct {
-	Cage    *Cage
+	*Cage
 	Launch  launch.Launch
 	Gateway *Gateway
+}
+
+// EgressSink hears the egress gateway of a session (guard.Egress).
+type EgressSink interface {
+	Event(egress.Event)
+	Lost()
+	Ended(why string)
 }
 
 // Stop stops the cage, then its gateway.
@@ -149,14 +162,25 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 		reapPipes(filepath.Join(p.StateDir, "egress"))
 	}
 	session := NewSession()
+	// The cage, once started: the end of the gateway's events stops it.
+	var started atomic.Pointer[Cage]
 	if p.Egress != nil {
 		// The pipes now; the gateway needs nothing of the image, the
 		// install, HOME or the cage (whose shim waits for it), so it is
 		// checked meanwhile, and its container starts once the cage has.
-		gw, err = NewGateway(EgressSpec{
-			Policy: *p.Egress, Upstream: p.EgressNetwork, Name: p.Name, Session: session,
-			Dir: p.StateDir, Events: p.EgressEvents, Lost: p.EgressLost, Ended: p.EgressEnded, Log: p.Log,
-		})
+		spec := EgressSpec{Policy: *p.Egress, Upstream: p.EgressNetwork, Name: p.Name, Session: session, Dir: p.StateDir, Log: p.Log}
+		if p.EgressSink != nil {
+			spec.Events, spec.Lost = p.EgressSink.Event, p.EgressSink.Lost
+		}
+		spec.Ended = func(why string) {
+			if p.EgressSink != nil {
+				p.EgressSink.Ended(why)
+			}
+			if cg := started.Load(); cg != nil {
+				_ = cg.Stop(context.WithoutCancel(ctx))
+			}
+		}
+		gw, err = NewGateway(spec)
 		if err != nil {
 			return failGateway(err)
 		}
@@ -275,7 +299,13 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 			return failGateway(gerr)
 		}
 	}
+	if p.Launched != nil {
+		p.Launched(l)
+	}
 	cg, err := Start(ctx, cli, spec)
+	if err == nil {
+		started.Store(cg)
+	}
 	if err == nil && gw != nil {
 		gw.Launch(ctx)
 		// A gateway that cannot start ends the session: its server would

@@ -104,7 +104,7 @@ func (e *SetupError) Unwrap() error { return e.Err }
 func openAudit(cfg Config) (*auditPolicy, error) {
 	opts, err := audit.DefaultOptions()
 	if err != nil {
-		return nil, err
+		return nil, &SetupError{Err: fmt.Errorf("cannot open the audit log: %w", err), Hint: "make $MCPCAGE_HOME/audit (default ~/.mcpcage/audit) a folder mcpcage can write"}
 	}
 	if cfg.AuditAnchor != "" {
 		opts.Anchor = cfg.AuditAnchor
@@ -197,6 +197,14 @@ func (p *auditPolicy) appendFailed(err error) {
 	if first {
 		untrusted.Fprintf(p.stderr, "mcpcage: audit: error: %v\n", err)
 	}
+}
+
+// setLaunch is what runs, once known: session_start, written with the
+// first record, carries it.
+func (p *auditPolicy) setLaunch(l launch.Launch) {
+	p.startMu.Lock()
+	p.launch = l
+	p.startMu.Unlock()
 }
 
 func (p *auditPolicy) SessionStart(ctx context.Context, s *proxy.Session) {

@@ -1,11 +1,13 @@
 package guard
 
 import (
+	"context"
 	"io"
 	"sync"
 	"time"
 
 	"github.com/mcpcage/mcpcage/internal/egress"
+	"github.com/mcpcage/mcpcage/internal/proxy"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
@@ -17,81 +19,50 @@ import (
 // (reports_held); the lines of the gateway's output that were not events
 // (an egress_lost record, "N gateway events lost", at most one per
 // floodInterval and one at the end); and the gateway's end while the
-// server runs (egress_gateway_ended, a stderr line, and Stop is called: a
-// session whose connections can no longer be recorded does not go on).
-// Events that come before the session's audit log is open wait for it (at
-// most maxQueued; past that they are counted as lost).
+// server runs (egress_gateway_ended and a stderr line; the cage ends the
+// session). It writes into the audit log the guard opened before the cage
+// started (Guard.Egress); with no log (protect --inspect) it keeps the
+// first refusals only (Refused). It is a proxy.Lifecycle: at the session's
+// end it writes what it still sums up.
 type Egress struct {
-	name    string
-	stderr  io.Writer
-	refusal func(egress.Event) string // the stderr line for a refusal
-	now     func() time.Time
+	name   string
+	stderr io.Writer
+	audit  func(kind string, fields map[string]any) // nil: no log
+	now    func() time.Time
+	flood  *flood
 
-	mu       sync.Mutex
-	audit    func(kind string, fields map[string]any)
-	queued   []queuedRecord
-	refused  []egress.Event // the first refusals, for protect --inspect
-	flood    *flood
-	lost     int       // lines lost since the last egress_lost record
-	lostAt   time.Time // that record's time
-	stop     func()
-	ended    bool
-	lostEver int
+	mu      sync.Mutex
+	refused []egress.Event // the first refusals, for protect --inspect
+	lost    int            // lines lost since the last egress_lost record
+	lostAt  time.Time      // that record's time
+	ended   bool
 }
 
-type queuedRecord struct {
-	kind   string
-	fields map[string]any
-}
-
-const maxQueued = 10000
-
-// NewEgress makes the recorder of a session's gateway events; refusal
-// words the stderr line of a refused attempt.
-func NewEgress(name string, stderr io.Writer, refusal func(egress.Event) string) *Egress {
-	e := &Egress{name: name, stderr: stderr, refusal: refusal, now: time.Now}
+// NewEgress makes the recorder of a session's gateway events into audit
+// (nil for none).
+func NewEgress(name string, stderr io.Writer, audit func(kind string, fields map[string]any)) *Egress {
+	e := &Egress{name: name, stderr: stderr, audit: audit, now: time.Now}
 	e.flood = newFlood(name, stderr, e.record)
 	return e
 }
 
-// OnEnd sets what ends the session when the gateway ends while the server
-// runs.
-func (e *Egress) OnEnd(stop func()) {
-	e.mu.Lock()
-	e.stop = stop
-	e.mu.Unlock()
-}
-
-// Attach is given the session's audit recorder once the log is open, and
-// records what came before.
-func (e *Egress) Attach(a func(kind string, fields map[string]any)) {
-	e.mu.Lock()
-	e.audit = a
-	q := e.queued
-	e.queued = nil
-	e.mu.Unlock()
-	for _, r := range q {
-		a(r.kind, r.fields)
-	}
-}
-
-// record writes one record, or queues it until the log is open.
 func (e *Egress) record(kind string, fields map[string]any) {
-	e.mu.Lock()
-	a := e.audit
-	if a == nil {
-		if len(e.queued) < maxQueued {
-			e.queued = append(e.queued, queuedRecord{kind, fields})
-		} else {
-			e.lost++
-			e.lostEver++
-		}
-		e.mu.Unlock()
-		return
+	if e.audit != nil {
+		e.audit(kind, fields)
 	}
-	e.mu.Unlock()
-	a(kind, fields)
 }
+
+// Inspect implements proxy.Policy: it decides nothing.
+func (e *Egress) Inspect(ctx context.Context, s *proxy.Session, ev *proxy.Event) proxy.Verdict {
+	return proxy.Verdict{}
+}
+
+// SessionStart implements proxy.Lifecycle.
+func (e *Egress) SessionStart(ctx context.Context, s *proxy.Session) {}
+
+// SessionEnd writes what is still summed up or counted: the gateway has
+// stopped with the server (cage.Started.Stop).
+func (e *Egress) SessionEnd(ctx context.Context, s *proxy.Session, code int) { e.Flush() }
 
 // Event records one event of the gateway.
 func (e *Egress) Event(ev egress.Event) {
@@ -104,7 +75,7 @@ func (e *Egress) Event(ev egress.Event) {
 		if !e.flood.pass("refused connections", nil) {
 			return
 		}
-		_, _ = io.WriteString(e.stderr, e.refusal(ev)+"\n")
+		_, _ = io.WriteString(e.stderr, egress.Refusal(e.name, ev)+"\n")
 	}
 	e.record("egress", egressFields(e.name, ev))
 }
@@ -113,8 +84,7 @@ func (e *Egress) Event(ev egress.Event) {
 func (e *Egress) Lost() {
 	e.mu.Lock()
 	e.lost++
-	e.lostEver++
-	due := e.audit != nil && e.now().Sub(e.lostAt) >= floodInterval
+	due := e.now().Sub(e.lostAt) >= floodInterval
 	e.mu.Unlock()
 	if due {
 		e.writeLost()
@@ -135,7 +105,7 @@ func (e *Egress) writeLost() {
 }
 
 // Ended hears that the gateway's events ended while the server runs: it
-// says so, records it, and ends the session.
+// says so and records it; the cage ends the session.
 func (e *Egress) Ended(why string) {
 	e.mu.Lock()
 	if e.ended {
@@ -143,13 +113,9 @@ func (e *Egress) Ended(why string) {
 		return
 	}
 	e.ended = true
-	stop := e.stop
 	e.mu.Unlock()
 	untrusted.Fprintf(e.stderr, "mcpcage: egress: the egress gateway of %q ended while the server ran (%s); ending the session, whose connections can no longer be recorded\n", e.name, why)
 	e.record("egress_gateway_ended", map[string]any{"server": e.name, "why": clip(why, 200)})
-	if stop != nil {
-		go stop()
-	}
 }
 
 // Flush writes what is still summed up or counted; call it after the

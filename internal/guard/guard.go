@@ -46,6 +46,7 @@ import (
 	"encoding/json"
 	"io"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -93,18 +94,26 @@ type Config struct {
 	// that orders about them count as findings; nil for none.
 	OtherTools func() []json.RawMessage
 
-	// Attach, when set, is given the session's audit recorder once the log
-	// is open: another concern of the session (the egress gateway) records
-	// its events through it.
-	Attach func(event func(kind string, fields map[string]any))
-
 	// auditOptions, for tests only, adjusts the audit log's options.
 	auditOptions func(*audit.Options)
 }
 
-// New builds the chain of one session, in run order. The audit log is
-// opened first: a session that could not be recorded does not start.
-func New(cfg Config) ([]proxy.Policy, error) {
+// Guard is one session's guard from before its server runs: Open opens the
+// audit log, so a session whose records cannot be written never starts its
+// server, and what the cage reports while it starts (its egress gateway's
+// events) goes straight into that log. Chain then gives the proxy the
+// policies.
+type Guard struct {
+	cfg Config
+	rec *auditPolicy
+
+	mu     sync.Mutex
+	egress *Egress
+}
+
+// Open opens the session's audit log; cfg.Launch may still be empty (see
+// Launched).
+func Open(cfg Config) (*Guard, error) {
 	rec, err := openAudit(cfg)
 	if err != nil {
 		return nil, err
@@ -114,13 +123,59 @@ func New(cfg Config) ([]proxy.Policy, error) {
 	// not in the path of the first message scanned (a tools/call result
 	// when the pins are known).
 	go scan.Rules()
-	tally, tasks := newTally(), newTasks()
-	rec.tally, rec.tasks = tally, tasks
+	rec.tally, rec.tasks = newTally(), newTasks()
 	rec.flood = newFlood(cfg.Name, cfg.Stderr, rec.event)
-	sc := &scanner{name: cfg.Name, stderr: cfg.Stderr, block: cfg.BlockResults, tally: tally, tasks: tasks, flood: rec.flood, event: rec.event}
-	if cfg.Attach != nil {
-		cfg.Attach(rec.event)
+	return &Guard{cfg: cfg, rec: rec}, nil
+}
+
+// Egress is the sink of the session's egress gateway: each event is
+// recorded in the open log as it comes (docs/audit.md, egress).
+func (g *Guard) Egress() *Egress {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.egress == nil {
+		g.egress = NewEgress(g.cfg.Name, g.cfg.Stderr, g.rec.event)
 	}
+	return g.egress
+}
+
+// Launched tells the guard what runs in the cage, once the install phase
+// knows it and before the server starts: session_start and the pins carry
+// it.
+func (g *Guard) Launched(l launch.Launch) {
+	g.mu.Lock()
+	g.cfg.Launch = l
+	g.mu.Unlock()
+	g.rec.setLaunch(l)
+}
+
+// Config is the guard's configuration, with the launch once known.
+func (g *Guard) Config() Config {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cfg
+}
+
+// Abort closes the log of a session whose server never started.
+func (g *Guard) Abort() { _ = g.rec.log.Close() }
+
+// New opens the guard of a session whose launch is known and returns its
+// chain (tests, and proxies of a plain process).
+func New(cfg Config) ([]proxy.Policy, error) {
+	g, err := Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return g.Chain()
+}
+
+// Chain builds the chain of the session, in run order.
+func (g *Guard) Chain() ([]proxy.Policy, error) {
+	g.mu.Lock()
+	cfg, egress := g.cfg, g.egress
+	g.mu.Unlock()
+	rec := g.rec
+	sc := &scanner{name: cfg.Name, stderr: cfg.Stderr, block: cfg.BlockResults, tally: rec.tally, tasks: rec.tasks, flood: rec.flood, event: rec.event}
 	pins := pin.New(pin.Config{
 		Store:      PinStore(cfg.Home),
 		Name:       cfg.Name,
@@ -147,13 +202,12 @@ func New(cfg Config) ([]proxy.Policy, error) {
 		rec.log.Close()
 		return nil, err
 	}
-	return []proxy.Policy{
-		newSilence(cfg),
-		sc,
-		pins,
-		argSecrets,
-		rec,
-	}, nil
+	chain := []proxy.Policy{newSilence(cfg), sc, pins, argSecrets}
+	if egress != nil {
+		// Its summaries are written before the session's last record.
+		chain = append(chain, egress)
+	}
+	return append(chain, rec), nil
 }
 
 // PinStore is where the pins of every server live.
