@@ -49,8 +49,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mcpcage/mcpcage/internal/fixture"
-	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/guard"
+	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/launch"
 	"github.com/mcpcage/mcpcage/internal/proxy"
 )

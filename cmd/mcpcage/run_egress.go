@@ -36,4 +36,3 @@ func planEgress(opts *RunOptions, p *runPlan) error {
 	}
 	return nil
 }
-
