@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -65,11 +64,10 @@ this binary. It needs root, debootstrap and a running Docker engine.`,
 // buildImages builds the images o asks for (cage.BuildImages).
 func buildImages(ctx context.Context, errOut io.Writer, o images.Options) error {
 	err := cage.BuildImages(ctx, errOut, o)
-	var ue *cage.UpError
-	if errors.As(err, &ue) {
-		return &ExitError{Code: 1, Err: withHint(ue.Err, "%s", ue.Hint)}
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
 	}
-	return err
+	return nil
 }
 
 type imageRow struct {

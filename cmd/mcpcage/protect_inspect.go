@@ -345,9 +345,8 @@ func (t *tailBuffer) String() string {
 
 func errText(err error) string {
 	s := strings.TrimSpace(err.Error())
-	var h *HintError
-	if errors.As(err, &h) && h.Hint != "" {
-		s += " (" + h.Hint + ")"
+	if h := hintOf(err); h != "" {
+		s += " (" + h + ")"
 	}
 	return s
 }

@@ -84,16 +84,35 @@ func (e *ExitError) Unwrap() error { return e.Err }
 
 // HintError is an error with a second line that says what to do.
 type HintError struct {
-	Err  error
-	Hint string
+	Err error
+	Fix string
 }
 
 func (e *HintError) Error() string { return e.Err.Error() }
 func (e *HintError) Unwrap() error { return e.Err }
 
+// Hint says what to do.
+func (e *HintError) Hint() string { return e.Fix }
+
 // withHint wraps err with a hint line printed after it.
 func withHint(err error, format string, args ...any) error {
-	return &HintError{Err: err, Hint: fmt.Sprintf(format, args...)}
+	return &HintError{Err: err, Fix: fmt.Sprintf(format, args...)}
+}
+
+// hinter is every error that says what to do about it: the command line's
+// own (HintError) and those of the packages (launch.UsageError,
+// cage.UpError, cage.AccessError, cage.DockerError, guard.SetupError,
+// install.ForeignError). The hint is read once, where the error is printed.
+type hinter interface{ Hint() string }
+
+// hintOf is the first hint on err's chain that says something.
+func hintOf(err error) string {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if h, ok := e.(hinter); ok && h.Hint() != "" {
+			return h.Hint()
+		}
+	}
+	return ""
 }
 
 func newRootCmd(io *IOStreams, h Hooks) *cobra.Command {
@@ -170,9 +189,8 @@ func run(io *IOStreams, args []string, h Hooks) int {
 		}
 	}
 	untrusted.Fprintf(io.ErrOut, "mcpcage: error: %s\n", strings.TrimSpace(err.Error()))
-	var hint *HintError
-	if errors.As(err, &hint) && hint.Hint != "" {
-		untrusted.Fprintf(io.ErrOut, "mcpcage: hint: %s\n", hint.Hint)
+	if h := hintOf(err); h != "" {
+		untrusted.Fprintf(io.ErrOut, "mcpcage: hint: %s\n", h)
 	}
 	return code
 }

@@ -180,7 +180,7 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 	p := &runPlan{}
 	if opts.Image != "" {
 		if strings.HasPrefix(opts.Image, "-") {
-			return nil, usageErr(&launch.UsageError{Msg: fmt.Sprintf("--image %q is not an image name", opts.Image), Hint: "write --image IMAGE -- ARGS"})
+			return nil, usageErr(&launch.UsageError{Msg: fmt.Sprintf("--image %q is not an image name", opts.Image), Fix: "write --image IMAGE -- ARGS"})
 		}
 		p.cmd = launch.Command{Kind: "image", Image: opts.Image, Args: opts.Command}
 	} else {
@@ -402,10 +402,6 @@ func connectEngine(ctx context.Context) (cage.Engine, error) {
 }
 
 func usageErr(err error) error {
-	var ue *launch.UsageError
-	if errors.As(err, &ue) && ue.Hint != "" {
-		err = withHint(errors.New(ue.Msg), "%s", ue.Hint)
-	}
 	return &ExitError{Code: exitUsage, Err: err}
 }
 
@@ -542,10 +538,6 @@ func openGuard(ctx context.Context, opts *RunOptions, p *runPlan) (*guard.Guard,
 	}
 	g, err := guard.Open(gc)
 	if err != nil {
-		var se *guard.SetupError
-		if errors.As(err, &se) {
-			err = withHint(se.Err, "%s", se.Hint)
-		}
 		return nil, &ExitError{Code: exitCageError, Err: err}
 	}
 	return g, nil
@@ -611,10 +603,6 @@ func upCage(ctx context.Context, opts *RunOptions, p *runPlan, g *guard.Guard) (
 	}
 	st, err := cage.Up(ctx, plan)
 	if err != nil {
-		var ue *cage.UpError
-		if errors.As(err, &ue) && ue.Hint != "" {
-			err = withHint(ue.Err, "%s", ue.Hint)
-		}
 		code := exitCageError
 		var ae *cage.AccessError
 		if errors.As(err, &ae) {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os/signal"
 	"strings"
@@ -79,10 +78,6 @@ func serveSession(ctx context.Context, io *IOStreams, g *guard.Guard, srv proxy.
 	policies, err := g.Chain()
 	if err != nil {
 		_ = srv.Stop(ctx)
-		var se *guard.SetupError
-		if errors.As(err, &se) {
-			err = withHint(se.Err, "%s", se.Hint)
-		}
 		return 1, err
 	}
 	cfg := g.Config()

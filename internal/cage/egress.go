@@ -117,7 +117,7 @@ func NewGateway(spec EgressSpec) (*Gateway, error) {
 		return nil, fmt.Errorf("cannot find mcpcage's own binary: %v", err)
 	}
 	if err := staticELF(bin); err != nil {
-		return nil, &launch.UsageError{Msg: err.Error(), Hint: "build mcpcage with CGO_ENABLED=0 (make build), or set " + EnvGatewayBinary + " to such a build"}
+		return nil, &launch.UsageError{Msg: err.Error(), Fix: "build mcpcage with CGO_ENABLED=0 (make build), or set " + EnvGatewayBinary + " to such a build"}
 	}
 	g := &Gateway{spec: spec, bin: bin, events: make(chan struct{})}
 	base := ""
@@ -359,7 +359,7 @@ func (g *Gateway) check(ctx context.Context) (img, upstream string, err error) {
 	if _, err := g.cli.NetworkInspect(ctx, upstream, network.InspectOptions{}); err != nil {
 		<-imgc
 		if cerrdefs.IsNotFound(err) {
-			return "", "", &launch.UsageError{Msg: fmt.Sprintf("the egress network %q does not exist", upstream), Hint: "give an existing network with --egress-network (docker network ls)"}
+			return "", "", &launch.UsageError{Msg: fmt.Sprintf("the egress network %q does not exist", upstream), Fix: "give an existing network with --egress-network (docker network ls)"}
 		}
 		return "", "", fmt.Errorf("cannot inspect the egress network %q: %s", upstream, oneLine(err))
 	}

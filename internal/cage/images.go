@@ -67,12 +67,12 @@ func BuildArg(kind string) string {
 func BuildImages(ctx context.Context, errOut io.Writer, o images.Options) error {
 	cli, err := Connect(ctx)
 	if err != nil {
-		return &UpError{Err: err, Hint: ConnectHint(err)}
+		return &UpError{Err: err, Fix: ConnectHint(err)}
 	}
 	cli.Close()
 	if os.Geteuid() != 0 {
 		return &UpError{Err: errors.New("building the cage images needs root (debootstrap and chroot)"),
-			Hint: "run `sudo mcpcage images build`, or load images built elsewhere (docs/images.md)"}
+			Fix: "run `sudo mcpcage images build`, or load images built elsewhere (docs/images.md)"}
 	}
 	o.NodeTag = strings.TrimSpace(os.Getenv(install.EnvNodeImage))
 	o.PythonTag = strings.TrimSpace(os.Getenv(install.EnvPythonImage))

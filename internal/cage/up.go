@@ -100,12 +100,15 @@ func (s *Started) Stop(ctx context.Context) error {
 
 // UpError is a cage that could not be set up, with what to do about it.
 type UpError struct {
-	Err  error
-	Hint string // "" for none
+	Err error
+	Fix string // what to do; "" when Err says it (or has nothing to add)
 }
 
 func (e *UpError) Error() string { return e.Err.Error() }
 func (e *UpError) Unwrap() error { return e.Err }
+
+// Hint says what to do.
+func (e *UpError) Hint() string { return e.Fix }
 
 // ConnectHint is what to do about an error of Connect.
 func ConnectHint(err error) string {
@@ -137,16 +140,7 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 		if hint != "" {
 			hint = fmt.Sprintf(hint, args...)
 		}
-		return nil, &UpError{Err: err, Hint: hint}
-	}
-	// A gateway's usage error (a missing network, a binary that is not
-	// static) carries what to do.
-	failGateway := func(err error) (*Started, error) {
-		var ue *launch.UsageError
-		if errors.As(err, &ue) && ue.Hint != "" {
-			return fail(errors.New(ue.Msg), "%s", ue.Hint)
-		}
-		return fail(err, "")
+		return nil, &UpError{Err: err, Fix: hint}
 	}
 	cli, err := Connect(ctx)
 	if err != nil {
@@ -182,7 +176,7 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 		}
 		gw, err = NewGateway(spec)
 		if err != nil {
-			return failGateway(err)
+			return fail(err, "")
 		}
 		gwc = make(chan error, 1)
 		go func() { gwc <- gw.Start(ctx, cli) }()
@@ -252,10 +246,6 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 			}
 			res, err = install.Ensure(ctx, cli, req)
 		}
-		var fe *install.ForeignError
-		if errors.As(err, &fe) {
-			return fail(err, "%s", fe.Hint())
-		}
 		if err != nil {
 			return fail(err, "")
 		}
@@ -296,7 +286,7 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 		gerr := <-gwc
 		gwc = nil
 		if gerr != nil {
-			return failGateway(gerr)
+			return fail(gerr, "")
 		}
 	}
 	if p.Launched != nil {
@@ -318,10 +308,6 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 		}()
 	}
 	if err != nil {
-		var ae *AccessError
-		if errors.As(err, &ae) {
-			return fail(err, "%s", ae.Hint())
-		}
 		var im *ImageMissingError
 		if errors.As(err, &im) {
 			return fail(err, "docker pull %s (or `sudo mcpcage images build`), then try again", im.Image)

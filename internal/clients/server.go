@@ -249,8 +249,8 @@ func (s Server) Cageable() (bool, string) {
 	// will accept it.
 	if _, err := launch.ParseCommand(append([]string{s.Command}, s.Args...)); err != nil {
 		var ue *launch.UsageError
-		if errors.As(err, &ue) && ue.Hint != "" {
-			return false, err.Error() + "; " + ue.Hint
+		if errors.As(err, &ue) && ue.Fix != "" {
+			return false, err.Error() + "; " + ue.Fix
 		}
 		return false, err.Error()
 	}

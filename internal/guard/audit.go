@@ -94,17 +94,20 @@ type callStartRecord struct {
 
 // SetupError is a chain that could not be built, with what to do about it.
 type SetupError struct {
-	Err  error
-	Hint string
+	Err error
+	Fix string
 }
 
 func (e *SetupError) Error() string { return e.Err.Error() }
 func (e *SetupError) Unwrap() error { return e.Err }
 
+// Hint says what to do.
+func (e *SetupError) Hint() string { return e.Fix }
+
 func openAudit(cfg Config) (*auditPolicy, error) {
 	opts, err := audit.DefaultOptions()
 	if err != nil {
-		return nil, &SetupError{Err: fmt.Errorf("cannot open the audit log: %w", err), Hint: "make $MCPCAGE_HOME/audit (default ~/.mcpcage/audit) a folder mcpcage can write"}
+		return nil, &SetupError{Err: fmt.Errorf("cannot open the audit log: %w", err), Fix: "make $MCPCAGE_HOME/audit (default ~/.mcpcage/audit) a folder mcpcage can write"}
 	}
 	if cfg.AuditAnchor != "" {
 		opts.Anchor = cfg.AuditAnchor
@@ -119,13 +122,13 @@ func openAudit(cfg Config) (*auditPolicy, error) {
 	opts.Warn = func(err error) { untrusted.Fprintf(errOut, "mcpcage: audit: warning: %v\n", err) }
 	l, err := audit.Open(opts)
 	if err != nil {
-		return nil, &SetupError{Err: fmt.Errorf("cannot open the audit log: %w", err), Hint: fmt.Sprintf("check that %s is writable", opts.Dir)}
+		return nil, &SetupError{Err: fmt.Errorf("cannot open the audit log: %w", err), Fix: fmt.Sprintf("check that %s is writable", opts.Dir)}
 	}
 	// Refuse to start on a log whose end cannot be read: records written
 	// after it could not be chained.
 	if _, err := l.Head(); err != nil {
 		l.Close()
-		return nil, &SetupError{Err: err, Hint: "run `mcpcage audit verify` to see what is wrong with the audit log"}
+		return nil, &SetupError{Err: err, Fix: "run `mcpcage audit verify` to see what is wrong with the audit log"}
 	}
 	var id [8]byte
 	_, _ = rand.Read(id[:])

@@ -34,14 +34,18 @@ func (c Command) Name() string { return DeriveName(c.Kind, c.Package, c.Image) }
 
 // UsageError is a command line mcpcage refuses, with what to do instead.
 type UsageError struct {
-	Msg  string
-	Hint string
+	Msg string
+	Fix string // what to do instead; "" for nothing to say
 }
 
 func (e *UsageError) Error() string { return e.Msg }
 
+// Hint says what to do: the one interface every error with a hint has,
+// read where the command's error is printed.
+func (e *UsageError) Hint() string { return e.Fix }
+
 func refuse(hint, format string, args ...any) error {
-	return &UsageError{Msg: fmt.Sprintf(format, args...), Hint: hint}
+	return &UsageError{Msg: fmt.Sprintf(format, args...), Fix: hint}
 }
 
 const hintOther = "mcpcage cages servers started with npx or uvx; a server that ships as a Docker image runs with `mcpcage run --image IMAGE -- ARGS`"

@@ -106,8 +106,8 @@ func TestParseCommand(t *testing.T) {
 			t.Errorf("%q: got %v, want a UsageError", b.argv, err)
 			continue
 		}
-		if !strings.Contains(ue.Msg, b.msg) || ue.Hint == "" {
-			t.Errorf("%q: %q (hint %q), want %q and a hint", b.argv, ue.Msg, ue.Hint, b.msg)
+		if !strings.Contains(ue.Msg, b.msg) || ue.Fix == "" {
+			t.Errorf("%q: %q (hint %q), want %q and a hint", b.argv, ue.Msg, ue.Fix, b.msg)
 		}
 	}
 }
