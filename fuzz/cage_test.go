@@ -32,7 +32,7 @@ func FuzzParseCommand(f *testing.F) {
 		c, err := launch.ParseCommand(argv)
 		if err != nil {
 			var ue *launch.UsageError
-			if !errors.As(err, &ue) || ue.Msg == "" || ue.Hint == "" {
+			if !errors.As(err, &ue) || ue.Msg == "" || ue.Fix == "" {
 				t.Fatalf("%q: %v is not a UsageError with a hint", argv, err)
 			}
 			return
