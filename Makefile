@@ -12,7 +12,7 @@
 #   make images   the cage images, built locally (no registry needed): mcpcage images build
 #   make fuzz     longer fuzzing of every target in fuzz/
 #   make fuzz-weekly  every fuzz target for FUZZWEEKLY inputs (20000x), as the weekly workflow does
-#   make lint     staticcheck and actionlint (pinned versions, fetched through the module proxy)
+#   make lint     staticcheck, actionlint and deadcode (pinned versions, fetched through the module proxy)
 #   make mutation  mutation testing of the packages that decide what is safe (long);
 #                  one package: make mutation PKG=internal/pin
 #   make bench    Go benchmarks
@@ -40,13 +40,14 @@ FUZZWEEKLY ?= 20000x
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 ACTIONLINT  ?= github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 GREMLINS    ?= github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
+DEADCODE    ?= golang.org/x/tools/cmd/deadcode@v0.39.0
 
 # The packages that start goroutines of their own run under the race detector
 # (and only so, to keep CI's time: every package is tested once).
 RACE_PKGS := $(wildcard internal/proxy internal/audit internal/cage internal/guard internal/egress)
 MODULE    := github.com/mcpcage/mcpcage
 
-.PHONY: setup demo build install npm release cross images test unit race fuzz-short fuzz fuzz-weekly bench bench-egress bench-scan compat vet lint staticcheck actionlint mutation
+.PHONY: setup demo build install npm release cross images test unit race fuzz-short fuzz fuzz-weekly bench bench-egress bench-scan compat vet lint staticcheck actionlint deadcode mutation
 
 setup:
 	./.ci/setup
@@ -90,13 +91,19 @@ unit:
 race:
 	$(GO) test -race -count=1 -timeout 45m $(addprefix ./,$(RACE_PKGS))
 
-lint: staticcheck actionlint
+lint: staticcheck actionlint deadcode
 
 staticcheck:
 	$(GO) run $(STATICCHECK) ./...
 
 actionlint:
 	$(GO) run $(ACTIONLINT) -no-color
+
+# No function that nothing calls, tests included: code only tests need
+# lives in a test package (internal/proxy/proxytest, internal/cage/cagetest).
+deadcode:
+	@out=$$($(GO) run $(DEADCODE) -test ./...) || exit 1; \
+	[ -z "$$out" ] || { echo "$$out"; echo "deadcode: error: unreachable functions (above): remove them" >&2; exit 1; }
 
 # PKG=internal/pin limits the run to one package (or several, space-separated);
 # FILES="compare.go canon.go" to those files of it.
@@ -107,12 +114,18 @@ mutation:
 # a count of inputs such as 20000x). Every target runs even after one fails;
 # an input that fails is saved by go test under fuzz/testdata/fuzz/TARGET/,
 # where it stays as a regression case once the bug is fixed.
+# The targets in fuzz/ and the few that sit beside their package's own
+# tests (found by their "func Fuzz" lines).
+FUZZ_PKGS = $(sort ./fuzz $(patsubst %/,./%,$(dir $(shell grep -rl --include='*_test.go' '^func Fuzz' cmd internal 2>/dev/null))))
+
 fuzz-short:
-	@failed=; for f in $$($(GO) test -list '^Fuzz' ./fuzz | grep '^Fuzz'); do \
-		echo "fuzz $$f ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./fuzz || failed="$$failed $$f"; \
+	@failed=; for p in $(FUZZ_PKGS); do \
+		for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+			echo "fuzz $$p $$f ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$p || failed="$$failed $$p:$$f"; \
+		done; \
 	done; \
-	[ -z "$$failed" ] || { echo "fuzz: error: failing targets:$$failed (inputs saved under fuzz/testdata/fuzz/)" >&2; exit 1; }
+	[ -z "$$failed" ] || { echo "fuzz: error: failing targets:$$failed (inputs saved under testdata/fuzz/ of each package)" >&2; exit 1; }
 
 fuzz:
 	$(MAKE) fuzz-short FUZZTIME=$(LONGFUZZ)

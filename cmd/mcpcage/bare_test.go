@@ -52,7 +52,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/guard"
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/launch"
-	"github.com/mcpcage/mcpcage/internal/proxy"
+	"github.com/mcpcage/mcpcage/internal/proxy/proxytest"
 )
 
 func scriptBare() {
@@ -112,7 +112,7 @@ func bareMain(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv, err := proxy.StartProcess(ctx, argv, nil)
+	srv, err := proxytest.StartProcess(ctx, argv, nil)
 	if err != nil {
 		guardOf.Abort()
 		fmt.Fprintf(io.ErrOut, "mcpcage: error: %v\n", err)

@@ -85,7 +85,7 @@ func serveSession(ctx context.Context, io *IOStreams, g *guard.Guard, srv proxy.
 	// errors, not kill mcpcage with SIGPIPE before it has stopped the server.
 	signal.Ignore(syscall.SIGPIPE)
 	return proxy.Run(ctx, proxy.Config{
-		Session:  &proxy.Session{Name: cfg.Name, Launch: cfg.Launch},
+		Session:  &proxy.Session{Name: cfg.Name},
 		Policies: policies,
 		MaxLine:  maxLine,
 		Stderr:   io.ErrOut,

@@ -21,7 +21,6 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
@@ -620,31 +619,6 @@ func gatewayRoots() []mount.Mount {
 		}
 	}
 	return ms
-}
-
-// reapNetworks removes the egress networks whose owner is gone (after Reap
-// removed their containers): mcpcage before 2026-12-05 made a network for
-// each session, and one that a killed session left is removed here.
-func reapNetworks(ctx context.Context, cli *client.Client) ([]string, error) {
-	nets, err := cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelEgress+"=1"))})
-	if err != nil {
-		return nil, fmt.Errorf("cannot list networks: %s", oneLine(err))
-	}
-	var removed []string
-	var firstErr error
-	for _, n := range nets {
-		if ownerFromLabels(n.Labels).State() != OwnerGone {
-			continue
-		}
-		if err := cli.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
-			if firstErr == nil {
-				firstErr = fmt.Errorf("cannot remove orphaned network %s: %s", n.Name, oneLine(err))
-			}
-			continue
-		}
-		removed = append(removed, n.Name)
-	}
-	return removed, firstErr
 }
 
 // printable keeps gateway text to one printable line: its errors may quote

@@ -93,12 +93,5 @@ func Reap(ctx context.Context, cli *client.Client) ([]string, error) {
 		}
 		removed = append(removed, c.Container)
 	}
-	// An egress network of an older mcpcage goes once its gateway and
-	// cage have.
-	nets, err := reapNetworks(ctx, cli)
-	removed = append(removed, nets...)
-	if err != nil && firstErr == nil {
-		firstErr = err
-	}
 	return removed, firstErr
 }

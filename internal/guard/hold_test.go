@@ -14,6 +14,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/audit"
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
 	"github.com/mcpcage/mcpcage/internal/proxy"
+	"github.com/mcpcage/mcpcage/internal/proxy/proxytest"
 	"github.com/mcpcage/mcpcage/internal/scan"
 )
 
@@ -100,7 +101,7 @@ func TestAuditAnswerWaitsForItsRecord(t *testing.T) {
   [ "$id" = 2 ] && text='` + hiddenOrder + `'
   printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"%s"}]}}\n' "$id" "$text"
 done`
-	srv, err := proxy.StartProcess(context.Background(), []string{"/bin/sh", "-c", script}, os.Environ())
+	srv, err := proxytest.StartProcess(context.Background(), []string{"/bin/sh", "-c", script}, os.Environ())
 	if err != nil {
 		t.Fatal(err)
 	}

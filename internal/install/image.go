@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
@@ -39,28 +38,6 @@ func (e *ImageError) Error() string {
 		return fmt.Sprintf("image %s (from %s) not found: docker pull %s, or unset %s", e.Tried[0], e.Env, e.Tried[0], e.Env)
 	}
 	return fmt.Sprintf("image %s not found: run `sudo mcpcage images build` (or docker pull %s)", e.Tried[len(e.Tried)-1], e.Tried[0])
-}
-
-// NodeImage returns the image npx servers install and run on, as it would be
-// chosen now. Without a Docker connection it only reports the override or the
-// first candidate; Ensure resolves against the engine.
-func NodeImage() (string, error) { return imageChoice(EnvNodeImage, OfficialNode, LocalNode) }
-
-// PythonImage is NodeImage for uvx servers.
-func PythonImage() (string, error) {
-	return imageChoice(EnvPythonImage, OfficialPython, LocalPython)
-}
-
-func imageChoice(env, official, local string) (string, error) {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		return "", fmt.Errorf("cannot reach Docker: %v", err)
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ref, _, err := resolveImage(ctx, cli, env, official, local)
-	return ref, err
 }
 
 // ImageFor returns the image reference and ID for a kind of package.

@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpcage/mcpcage/internal/proxy/proxytest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // startFixture starts the test binary as the named fixture server.
 func startFixture(t *testing.T, fixture string, env ...string) Server {
 	t.Helper()
-	srv, err := StartProcess(context.Background(), []string{os.Args[0]}, append(append(os.Environ(), fixtureEnv+"="+fixture), env...))
+	srv, err := proxytest.StartProcess(context.Background(), []string{os.Args[0]}, append(append(os.Environ(), fixtureEnv+"="+fixture), env...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+	"github.com/mcpcage/mcpcage/internal/proxy/proxytest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -60,7 +61,7 @@ func everythingEntry(t *testing.T) string {
 func startEverything(t *testing.T) Server {
 	t.Helper()
 	entry := everythingEntry(t)
-	srv, err := StartProcess(context.Background(), []string{"node", entry, "stdio"}, os.Environ())
+	srv, err := proxytest.StartProcess(context.Background(), []string{"node", entry, "stdio"}, os.Environ())
 	if err != nil {
 		t.Fatal(err)
 	}

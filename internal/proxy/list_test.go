@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"github.com/mcpcage/mcpcage/internal/proxy/proxytest"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,7 @@ func TestListToolsTimesOut(t *testing.T) {
 }
 
 func TestListToolsServerExits(t *testing.T) {
-	srv, err := StartProcess(context.Background(), []string{"sh", "-c", "echo not an MCP server; exit 3"}, nil)
+	srv, err := proxytest.StartProcess(context.Background(), []string{"sh", "-c", "echo not an MCP server; exit 3"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

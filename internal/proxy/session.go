@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
-	"github.com/mcpcage/mcpcage/internal/launch"
 )
 
 // Server is a running MCP server seen through its stdio: a child process in
@@ -25,8 +24,7 @@ type Server interface {
 
 // Session is one client-server conversation as policies see it.
 type Session struct {
-	Name   string        // the server's name (pins, audit, messages)
-	Launch launch.Launch // how the server was started
+	Name string // the server's name (pins, audit, messages)
 
 	mu              sync.Mutex
 	protocolVersion string

@@ -1,4 +1,7 @@
-package proxy
+// Package proxytest runs a server as a plain child process, for tests of
+// the proxy and of what is built on it: production servers run in a cage
+// (internal/cage).
+package proxytest
 
 import (
 	"context"
@@ -14,7 +17,7 @@ import (
 // StartProcess starts argv as a child process and returns it as a Server.
 // env is the child's whole environment (nil inherits ours). The child runs in
 // its own process group so that Stop also ends anything it started.
-func StartProcess(ctx context.Context, argv []string, env []string) (Server, error) {
+func StartProcess(ctx context.Context, argv []string, env []string) (*Process, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("no server command given")
 	}
@@ -48,7 +51,7 @@ func StartProcess(ctx context.Context, argv []string, env []string) (Server, err
 		return nil, fmt.Errorf("cannot start %s: %w", argv[0], err)
 	}
 	closeAll(inR, outW, errW)
-	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, done: make(chan struct{})}
+	p := &Process{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, done: make(chan struct{})}
 	go p.wait()
 	return p, nil
 }
@@ -59,7 +62,8 @@ func closeAll(fs ...*os.File) {
 	}
 }
 
-type process struct {
+// Process is a child process seen as the proxy sees a server (proxy.Server).
+type Process struct {
 	cmd    *exec.Cmd
 	stdin  *os.File
 	stdout *os.File
@@ -71,7 +75,7 @@ type process struct {
 	stopOnce sync.Once
 }
 
-func (p *process) wait() {
+func (p *Process) wait() {
 	err := p.cmd.Wait()
 	p.code = exitCode(p.cmd.ProcessState)
 	var ee *exec.ExitError
@@ -92,16 +96,16 @@ func exitCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-func (p *process) Stdin() io.WriteCloser { return p.stdin }
-func (p *process) Stdout() io.Reader     { return p.stdout }
-func (p *process) Stderr() io.Reader     { return p.stderr }
+func (p *Process) Stdin() io.WriteCloser { return p.stdin }
+func (p *Process) Stdout() io.Reader     { return p.stdout }
+func (p *Process) Stderr() io.Reader     { return p.stderr }
 
-func (p *process) Wait() (int, error) {
+func (p *Process) Wait() (int, error) {
 	<-p.done
 	return p.code, p.err
 }
 
-func (p *process) Stop(ctx context.Context) error {
+func (p *Process) Stop(ctx context.Context) error {
 	p.stopOnce.Do(func() {
 		killGroup(p.cmd)
 		select {
@@ -118,7 +122,7 @@ func (p *process) Stop(ctx context.Context) error {
 }
 
 // ExitReason names the signal that ended the child, if one did.
-func (p *process) ExitReason() string {
+func (p *Process) ExitReason() string {
 	select {
 	case <-p.done:
 	default:
