@@ -47,7 +47,7 @@ DEADCODE    ?= golang.org/x/tools/cmd/deadcode@v0.39.0
 RACE_PKGS := $(wildcard internal/proxy internal/audit internal/cage internal/guard internal/egress)
 MODULE    := github.com/mcpcage/mcpcage
 
-.PHONY: setup demo build install npm release cross images test unit race fuzz-short fuzz fuzz-weekly bench bench-egress bench-scan compat vet lint staticcheck actionlint deadcode mutation
+.PHONY: setup demo build install npm release cross images test unit race escape-runsc fuzz-short fuzz fuzz-weekly bench bench-egress bench-scan compat vet lint staticcheck actionlint deadcode mutation
 
 setup:
 	./.ci/setup
@@ -83,13 +83,18 @@ images: build
 vet:
 	$(GO) vet ./...
 
-test: setup vet lint cross unit race fuzz-short
+test: setup vet lint cross unit race escape-runsc fuzz-short
 
 unit:
 	$(GO) test -count=1 -timeout 45m $$($(GO) list ./... | grep -vxF $(foreach p,$(RACE_PKGS),-e $(MODULE)/$(p)))
 
 race:
 	$(GO) test -race -count=1 -timeout 45m $(addprefix ./,$(RACE_PKGS))
+
+# The escape suite again, with every cage under gVisor (the engine's
+# runtime "runsc", which .ci/setup registers).
+escape-runsc:
+	MCPCAGE_TEST_RUNTIME=runsc $(GO) test -count=1 -timeout 20m -run '^TestEscape' ./internal/cage
 
 lint: staticcheck actionlint deadcode
 

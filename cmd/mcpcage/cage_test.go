@@ -730,3 +730,34 @@ func startInitialized(t *testing.T, env []string, args ...string) *exec.Cmd {
 	}
 	return cmd
 }
+
+// TestRunRuntimeRunsc: `mcpcage run --runtime runsc` runs the server under
+// gVisor (the kernel it sees is gVisor's, not the host's), and a runtime
+// the engine does not have is refused before anything starts, naming the
+// runtimes it has and how to register one.
+func TestRunRuntimeRunsc(t *testing.T) {
+	probeEngine(t)
+	dir := stateDir(t)
+	var host syscall.Utsname
+	if err := syscall.Uname(&host); err != nil {
+		t.Fatal(err)
+	}
+	cs, stderr := caged(t, dir, nil, "--runtime", "runsc", "--image", cagetest.ProbeImage)
+	out, _ := call(t, cs, "probe", map[string]any{"check": "uname"})
+	if !strings.Contains(out, `"detail":"4.4.0 `) {
+		t.Errorf("under --runtime runsc the server sees %s, want gVisor's kernel (4.4.0)\nstderr:\n%s", out, stderr.String())
+	}
+	cs.Close()
+	cs, _ = caged(t, dir, []string{cage.EnvRuntime + "=runsc"}, "--image", cagetest.ProbeImage)
+	if out, _ := call(t, cs, "probe", map[string]any{"check": "uname"}); !strings.Contains(out, `"detail":"4.4.0 `) {
+		t.Errorf("with %s=runsc the server sees %s", cage.EnvRuntime, out)
+	}
+	cs.Close()
+	cmd := exec.Command("mcpcage", "run", "--runtime", "nosuch", "--image", cagetest.ProbeImage)
+	cmd.Env = testEnv(dir)
+	cmd.Stdin = strings.NewReader("")
+	b, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(b), `mcpcage: error: the engine has no runtime "nosuch" (it has `) || !strings.Contains(string(b), "mcpcage: hint: register \"nosuch\"") {
+		t.Errorf("an unknown runtime: %v\n%s", err, b)
+	}
+}

@@ -172,7 +172,7 @@ func inspectRun(s clients.Server, argv []string, rio *IOStreams) (*RunOptions, [
 	add := func(flag, value string) { keep = append(keep, "--"+flag, value) }
 	fs.Visit(func(f *pflag.Flag) {
 		switch f.Name {
-		case "image", "name":
+		case "image", "name", "runtime":
 			add(f.Name, f.Value.String())
 		case "env":
 			vs, _ := fs.GetStringArray("env")
@@ -208,6 +208,7 @@ func inspectRun(s clients.Server, argv []string, rio *IOStreams) (*RunOptions, [
 	}
 	ropts.Image, _ = fs.GetString("image")
 	ropts.Name, _ = fs.GetString("name")
+	ropts.Runtime, _ = fs.GetString("runtime")
 	ropts.Env, _ = fs.GetStringArray("env")
 	ropts.Memory, _ = fs.GetString("memory")
 	ropts.Pids, _ = fs.GetInt64("pids")

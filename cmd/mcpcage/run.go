@@ -50,6 +50,7 @@ type RunOptions struct {
 	Update       bool
 	AllowScripts bool
 	AllowDeps    []string
+	Runtime      string
 	StartTimeout time.Duration
 	Home         string // --home: the state directory, in place of $MCPCAGE_HOME
 	Guard        GuardFlags
@@ -129,6 +130,7 @@ the server was killed for using too much memory.`,
 	fs.StringVar(&opts.MaxLine, "max-line", "16m", "largest message accepted in either direction")
 	fs.BoolVar(&opts.Update, "update", false, "resolve and install the package anew instead of the cached version")
 	fs.BoolVar(&opts.AllowScripts, "allow-scripts", false, "run the package's install scripts (inside the install container)")
+	fs.StringVar(&opts.Runtime, "runtime", "", "the engine's OCI `runtime` for the server's container, e.g. runsc (gVisor); default $"+cage.EnvRuntime+", else the engine's default")
 	fs.StringArrayVar(&opts.AllowDeps, "allow-dependency", nil, "let the npm package `NAME` of the installed tree come from elsewhere than the registry (a tarball URL, git) or under another name (an alias) (repeatable)")
 	fs.DurationVar(&opts.StartTimeout, "start-timeout", 30*time.Second, "how long to wait for the server's first answer before giving up")
 	fs.StringVar(&opts.Home, "home", "", "mcpcage's state `directory` (pins, audit, packages), in place of $MCPCAGE_HOME; protect --fix writes it when yours is not ~/.mcpcage")
@@ -171,6 +173,7 @@ type runPlan struct {
 	// gateway's events into audit records once upCage has started it.
 	egress    *egress.Policy
 	egressNet string
+	runtime   string // the OCI runtime ("" for the engine's default)
 	egressRec *guard.Egress
 }
 
@@ -342,6 +345,13 @@ func planRun(opts *RunOptions) (*runPlan, error) {
 	if err := planEgress(opts, p); err != nil {
 		return nil, err
 	}
+	p.runtime = opts.Runtime
+	if p.runtime == "" {
+		p.runtime = os.Getenv(cage.EnvRuntime)
+	}
+	if p.runtime != "" && !runtimeName.MatchString(p.runtime) {
+		return nil, usageErr(withHint(fmt.Errorf("--runtime %q is not a runtime name", p.runtime), "write --runtime runsc, or the name the engine knows it by (docker info)"))
+	}
 	return p, nil
 }
 
@@ -371,6 +381,9 @@ func envPathMissing(name, v string, mounts []cage.Mount) error {
 	return withHint(fmt.Errorf("--env %s names %s, which does not exist yet: the server would create it %s", name, v, where),
 		"give --mount %s:rw so the server keeps it in your folder, or point %s at a file that exists", dir, name)
 }
+
+// runtimeName is what an engine's runtime may be called.
+var runtimeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // handBanner tells a person who started `mcpcage run` on a terminal what
 // it runs and that it now waits for an MCP client on stdin: without it the
@@ -587,7 +600,7 @@ func upCage(ctx context.Context, opts *RunOptions, p *runPlan, g *guard.Guard) (
 		Name: p.name, Command: p.cmd, Program: p.prog, Mounts: p.mounts,
 		StateDir: p.stateDir, Sockets: p.sockets, Env: p.env, WorkDir: p.workDir,
 		AllowNet: opts.AllowNet, Memory: p.memory, Pids: opts.Pids, CPUs: opts.CPUs, TmpSize: p.tmpSize,
-		Update: opts.Update, AllowScripts: opts.AllowScripts, AllowDeps: opts.AllowDeps, LegacyOwner: legacyOwner,
+		Update: opts.Update, AllowScripts: opts.AllowScripts, AllowDeps: opts.AllowDeps, LegacyOwner: legacyOwner, Runtime: p.runtime,
 		Egress: p.egress, EgressNetwork: p.egressNet, Log: opts.IO.ErrOut, Progress: opts.IO.Reporter(), ScratchHome: opts.ScratchHome,
 	}
 	switch {

@@ -126,6 +126,9 @@ type Spec struct {
 	CPUs    float64 // 0 = DefaultCPUs
 	TmpSize int64   // bytes; 0 = DefaultTmpSize
 	Session string  // session id for the labels; "" = random
+	// Runtime is the engine's OCI runtime for the container ("runsc" for
+	// gVisor); "" is the engine's default (runc).
+	Runtime string
 	// Log receives the cage's own hints (a write to a read-only place); nil: none.
 	Log io.Writer
 }
@@ -552,6 +555,7 @@ func configs(spec Spec) (*container.Config, *container.HostConfig, error) {
 	}
 	init := true
 	hc := &container.HostConfig{
+		Runtime:        spec.Runtime,
 		NetworkMode:    "none",
 		ReadonlyRootfs: true,
 		CapDrop:        []string{"ALL"},

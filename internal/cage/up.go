@@ -55,6 +55,10 @@ type Plan struct {
 	Egress        *egress.Policy
 	EgressNetwork string
 	EgressSink    EgressSink
+	// Runtime is the engine's OCI runtime for the server's container
+	// ("runsc": gVisor); "" for the engine's default. A runtime the engine
+	// does not have is refused before anything starts.
+	Runtime string
 	// Launched, when set, hears what runs once the install phase knows
 	// it, before the server starts (the audit's session_start).
 	Launched func(launch.Launch)
@@ -146,6 +150,11 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 	if err != nil {
 		return fail(err, "%s", ConnectHint(err))
 	}
+	if p.Runtime != "" {
+		if err := CheckRuntime(ctx, cli, p.Runtime); err != nil {
+			return fail(err, "%s", RuntimeHint(p.Runtime))
+		}
+	}
 	if removed, err := Reap(ctx, cli); err != nil {
 		untrusted.Fprintf(log, "mcpcage: warning: %v\n", err)
 	} else if len(removed) > 0 {
@@ -182,6 +191,7 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 		go func() { gwc <- gw.Start(ctx, cli) }()
 	}
 	spec := Spec{
+		Runtime:  p.Runtime,
 		Session:  session,
 		Name:     p.Name,
 		Mounts:   p.Mounts,

@@ -34,6 +34,8 @@
 //	raw T=host:port   a TCP service at T greets and echoes (detail: the greeting)
 //	sni T=addr/name   a TLS handshake with addr, naming name, completes
 //	download T=url    a GET of T is read to the end (detail: bytes)
+//	uname             the kernel the server sees (detail: release and
+//	                  version; "escaped" always)
 //	proxylong T=n     a request line of n control characters to the proxy
 //	                  port, 127.0.0.1:3128 (a refusal that quotes it, each
 //	                  byte escaped, is long)
@@ -270,6 +272,22 @@ func probe(check, target string) (bool, string) {
 			return false, err.Error()
 		}
 		return resp.StatusCode == 200, strconv.FormatInt(n, 10)
+	case "uname":
+		var u syscall.Utsname
+		if err := syscall.Uname(&u); err != nil {
+			return false, errDetail(err)
+		}
+		str := func(b [65]int8) string {
+			var s []byte
+			for _, c := range b {
+				if c == 0 {
+					break
+				}
+				s = append(s, byte(c))
+			}
+			return string(s)
+		}
+		return true, str(u.Release) + " " + str(u.Version)
 	case "proxylong":
 		n, _ := strconv.Atoi(target)
 		c, err := net.DialTimeout("tcp", "127.0.0.1:3128", 2*time.Second)
@@ -447,7 +465,13 @@ func probe(check, target string) (bool, string) {
 		if err := syscall.Mknod(p, syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
 			return false, errDetail(err)
 		}
-		return true, "made /dev/null's twin"
+		// Whether it opens (/tmp is nodev) is said, not judged.
+		f, err := os.OpenFile(p, os.O_RDWR, 0)
+		if err != nil {
+			return true, "made /dev/null's twin, which does not open: " + errDetail(err)
+		}
+		f.Close()
+		return true, "made /dev/null's twin, and it opens"
 	case "mount":
 		if err := os.MkdirAll("/tmp/mnt-probe", 0o755); err != nil {
 			return false, errDetail(err)
