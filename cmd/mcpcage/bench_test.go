@@ -26,6 +26,7 @@ import (
 // turn within each iteration so that a busy machine slows all of them alike:
 //
 //	mcpcage      mcpcage run -- npx -y PKG (reap, cache lookup, cage, proxy)
+//	mcpcage-runsc  the same under gVisor (--runtime runsc)
 //	docker-run   plain docker run -i --rm of the same image, command and cache mount
 //	docker-hard  the same docker run with the cage's hardening flags
 //	bare-node    the host's node running the same files directly
@@ -40,12 +41,17 @@ func BenchmarkStartup(b *testing.B) {
 	for i, a := range cb.res.Command {
 		nodeArgv[i] = strings.Replace(a, cb.res.MountPoint, cb.res.CacheDir, 1)
 	}
-	var tCage, tPlain, tHard, tNode time.Duration
+	var tCage, tRunsc, tPlain, tHard, tNode time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		runs := []func(){
 			func() {
 				tCage += firstToolsList(b, cb.mcpcageRun(cb.bin))
+			},
+			func() {
+				cmd := cb.mcpcageRun(cb.bin)
+				cmd.Env = append(cmd.Env, cage.EnvRuntime+"=runsc")
+				tRunsc += firstToolsList(b, cmd)
 			},
 			func() { tPlain += firstToolsList(b, exec.Command("docker", plain...)) },
 			func() { tHard += firstToolsList(b, exec.Command("docker", hard...)) },
@@ -58,6 +64,7 @@ func BenchmarkStartup(b *testing.B) {
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
 	b.ReportMetric(ms(tCage), "mcpcage-ms")
+	b.ReportMetric(ms(tRunsc), "mcpcage-runsc-ms")
 	b.ReportMetric(ms(tPlain), "docker-run-ms")
 	b.ReportMetric(ms(tHard), "docker-hard-ms")
 	b.ReportMetric(ms(tNode), "bare-node-ms")
