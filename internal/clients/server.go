@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/launch"
 	"github.com/mcpcage/mcpcage/internal/secrets"
 )
@@ -379,8 +380,12 @@ func (s Server) Reach() Reach {
 				r.Hosts = append(r.Hosts, strings.TrimPrefix(f, "--allow-host="))
 			case f == "--allow-host" && i+1 < len(flags):
 				r.Hosts = append(r.Hosts, flags[i+1])
-			case strings.HasPrefix(f, "--mount="):
+			case strings.HasPrefix(f, "--mount="), f == "--mount" && i+1 < len(flags):
+				// --mount=X and --mount X alike, as run reads them.
 				m := strings.TrimPrefix(f, "--mount=")
+				if f == "--mount" {
+					m = flags[i+1]
+				}
 				if p, ok := strings.CutSuffix(m, ":rw"); ok {
 					r.Mounts = append(r.Mounts, p+" (read-write)")
 				} else {
@@ -389,9 +394,12 @@ func (s Server) Reach() Reach {
 			}
 		}
 		// What `mcpcage run` mounts by itself: the existing absolute paths
-		// among the server's arguments, read-only.
+		// among the server's arguments, "~/x" read as run reads it (the
+		// user's home), read-only.
 		if _, args, ok := s.Unwrapped(); ok {
-			for _, p := range launch.ArgPaths(args) {
+			userHome, _ := home.User()
+			expanded, _ := launch.ExpandArgs(args, userHome, "")
+			for _, p := range launch.ArgPaths(expanded) {
 				r.Mounts = append(r.Mounts, p+" (read-only)")
 			}
 		}
