@@ -127,8 +127,10 @@ type Spec struct {
 	TmpSize int64   // bytes; 0 = DefaultTmpSize
 	Session string  // session id for the labels; "" = random
 	// Runtime is the engine's OCI runtime for the container ("runsc" for
-	// gVisor); "" is the engine's default (runc).
+	// gVisor); "" is the engine's default (runc). GVisor says the runtime
+	// is gVisor (CheckRuntime): the profile is GVisorSeccompProfile.
 	Runtime string
+	GVisor  bool
 	// Log receives the cage's own hints (a write to a read-only place); nil: none.
 	Log io.Writer
 }
@@ -487,6 +489,9 @@ func (c *Cage) wait() {
 
 func configs(spec Spec) (*container.Config, *container.HostConfig, error) {
 	profile, err := SeccompProfile()
+	if spec.GVisor {
+		profile, err = GVisorSeccompProfile()
+	}
 	if err != nil {
 		return nil, nil, err
 	}

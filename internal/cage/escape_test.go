@@ -63,6 +63,7 @@ func startProbe(t *testing.T, cli *client.Client, spec Spec, tweak func(*contain
 	// MCPCAGE_TEST_RUNTIME=runsc runs it under gVisor (make escape-runsc).
 	if spec.Runtime == "" {
 		spec.Runtime = os.Getenv("MCPCAGE_TEST_RUNTIME")
+		spec.GVisor = gvisor()
 	}
 	c, err := start(ctx, cli, spec, tweak)
 	if err != nil {

@@ -17,15 +17,15 @@ const EnvRuntime = "MCPCAGE_RUNTIME"
 
 // CheckRuntime says whether the engine has the OCI runtime name registered
 // (docker info: Runtimes), in one line naming those it has when it does
-// not.
-func CheckRuntime(ctx context.Context, cli client.APIClient, name string) error {
+// not, and whether it is gVisor (its program is runsc).
+func CheckRuntime(ctx context.Context, cli client.APIClient, name string) (gvisor bool, err error) {
 	info, err := cli.Info(ctx)
 	if err != nil {
-		return fmt.Errorf("cannot ask the engine for its runtimes: %s", oneLine(err))
+		return false, fmt.Errorf("cannot ask the engine for its runtimes: %s", oneLine(err))
 	}
 	if rt, ok := info.Runtimes[name]; ok {
 		if filepath.Base(rt.Path) != "runsc" {
-			return nil
+			return false, nil
 		}
 		// gVisor loads an OCI seccomp profile only when told to: without
 		// --oci-seccomp the cage's profile (no Unix sockets) would not
@@ -33,17 +33,17 @@ func CheckRuntime(ctx context.Context, cli client.APIClient, name string) error 
 		// start.
 		for _, want := range []string{"--oci-seccomp", "--network=none"} {
 			if !slices.Contains(rt.Args, want) {
-				return fmt.Errorf("the engine's runtime %q (gVisor) runs without %s: the cage's seccomp profile would not apply, or the cage would not start", name, want)
+				return true, fmt.Errorf("the engine's runtime %q (gVisor) runs without %s: the cage's seccomp profile would not apply, or the cage would not start", name, want)
 			}
 		}
-		return nil
+		return true, nil
 	}
 	var have []string
 	for r := range info.Runtimes {
 		have = append(have, r)
 	}
 	sort.Strings(have)
-	return fmt.Errorf("the engine has no runtime %q (it has %s)", name, strings.Join(have, ", "))
+	return false, fmt.Errorf("the engine has no runtime %q (it has %s)", name, strings.Join(have, ", "))
 }
 
 // RuntimeHint says how to register a runtime with the engine. gVisor's runsc

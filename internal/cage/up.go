@@ -150,8 +150,9 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 	if err != nil {
 		return fail(err, "%s", ConnectHint(err))
 	}
+	gvisor := false
 	if p.Runtime != "" {
-		if err := CheckRuntime(ctx, cli, p.Runtime); err != nil {
+		if gvisor, err = CheckRuntime(ctx, cli, p.Runtime); err != nil {
 			return fail(err, "%s", RuntimeHint(p.Runtime))
 		}
 	}
@@ -192,6 +193,7 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 	}
 	spec := Spec{
 		Runtime:  p.Runtime,
+		GVisor:   gvisor,
 		Session:  session,
 		Name:     p.Name,
 		Mounts:   p.Mounts,
