@@ -355,22 +355,10 @@ func (p *auditPolicy) taskResult(ev *proxy.Event, final *jsonrpc.Message, v prox
 	if v.Action == proxy.Replace || v.Action == proxy.Drop {
 		f.By = "mcpcage"
 	}
-	switch {
-	case v.Action == proxy.Drop:
+	if v.Action == proxy.Drop {
 		f.Outcome = "dropped"
-	case final.Error != nil:
-		f.Outcome = "error"
-		code := final.Error.Code
-		f.Code = &code
-	default:
-		var r struct {
-			IsError bool `json:"isError"`
-		}
-		_ = json.Unmarshal(final.Result, &r, json.RejectUnknownMembers(false))
-		f.Outcome = "ok"
-		if r.IsError {
-			f.Outcome = "is_error"
-		}
+	} else {
+		f.Outcome, f.Code = outcomeOf(final)
 	}
 	raw := m.Result
 	if m.Error != nil {
@@ -549,19 +537,8 @@ func (p *auditPolicy) addCall(c pendingCall, final *jsonrpc.Message, by string, 
 		f.Outcome = "dropped"
 	case final == nil:
 		f.Outcome = "unanswered"
-	case final.Error != nil:
-		f.Outcome = "error"
-		code := final.Error.Code
-		f.Code = &code
 	default:
-		var r struct {
-			IsError bool `json:"isError"`
-		}
-		_ = json.Unmarshal(final.Result, &r, json.RejectUnknownMembers(false))
-		f.Outcome = "ok"
-		if r.IsError {
-			f.Outcome = "is_error"
-		}
+		f.Outcome, f.Code = outcomeOf(final)
 	}
 	if c.result != nil {
 		n := p.tally.findings(c.id, c.result)
@@ -573,6 +550,23 @@ func (p *auditPolicy) addCall(c pendingCall, final *jsonrpc.Message, by string, 
 		return nil
 	}
 	return p.log.Add("call", f)
+}
+
+// outcomeOf is what an answer to a call says: "error" with its code, or
+// "ok" or "is_error" (the tool reported a failure).
+func outcomeOf(final *jsonrpc.Message) (string, *int) {
+	if final.Error != nil {
+		code := final.Error.Code
+		return "error", &code
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	_ = json.Unmarshal(final.Result, &r, json.RejectUnknownMembers(false))
+	if r.IsError {
+		return "is_error", nil
+	}
+	return "ok", nil
 }
 
 // blocked records a response mcpcage replaced with an error (a tools/list
