@@ -418,7 +418,9 @@ func (w *argWalk) read(s []byte, key bool) {
 		if w.win.paths == nil || len(w.win.paths) >= maxWindowPaths && before == nil {
 			w.win.paths = map[string][]byte{}
 		}
-		w.win.paths[string(w.path)] = keepEnd(before[:0:0], s)
+		// before was read (joinHit copied it into w.join): its array
+		// takes this value's end.
+		w.win.paths[string(w.path)] = keepEnd(before[:0], s)
 	}
 }
 
