@@ -2,10 +2,7 @@
 
 package clients
 
-import (
-	"fmt"
-	"os"
-)
+import "os"
 
 // openConfig opens a configuration file for reading; only a regular file
 // is kept.
@@ -14,14 +11,8 @@ func openConfig(path string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
+	if err := keepRegular(f); err != nil {
 		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("not a regular file (%s); not read", fi.Mode().Type())
 	}
 	return f, nil
 }

@@ -18,14 +18,8 @@ func openConfig(path string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
+	if err := keepRegular(f); err != nil {
 		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("not a regular file (%s); not read", fi.Mode().Type())
 	}
 	if fs := specialFS(f); fs != "" {
 		f.Close()

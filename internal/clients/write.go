@@ -39,6 +39,20 @@ func ReadFile(path string) ([]byte, error) {
 	return b, nil
 }
 
+// keepRegular keeps f only if it is a regular file, closing it otherwise.
+func keepRegular(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return fmt.Errorf("not a regular file (%s); not read", fi.Mode().Type())
+	}
+	return nil
+}
+
 // ErrChanged means a file changed between reading it for the plan and
 // writing it. Clients rewrite their files on their own (Claude Code rewrites
 // ~/.claude.json often), and writing over such a change would lose it.
