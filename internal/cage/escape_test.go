@@ -514,13 +514,7 @@ func hostSocket(t *testing.T, path, hello string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	var uid, gid int
-	fmt.Sscanf(User(), "%d:%d", &uid, &gid)
-	for _, p := range []string{filepath.Dir(path), path} {
-		if err := os.Lchown(p, uid, gid); err != nil {
-			t.Fatal(err)
-		}
-	}
+	giveToCage(t, filepath.Dir(path), path)
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -531,6 +525,19 @@ func hostSocket(t *testing.T, path, hello string) {
 			c.Close()
 		}
 	}()
+}
+
+// giveToCage makes paths the cage's user's: the cage runs as the user's
+// own uid, so file modes are no barrier, and only the cage itself may be.
+func giveToCage(t *testing.T, paths ...string) {
+	t.Helper()
+	var uid, gid int
+	fmt.Sscanf(User(), "%d:%d", &uid, &gid)
+	for _, p := range paths {
+		if err := os.Lchown(p, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // hostDatagram listens on a Unix datagram socket at path, as journald,
@@ -546,13 +553,7 @@ func hostDatagram(t *testing.T, path string, got chan<- string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	var uid, gid int
-	fmt.Sscanf(User(), "%d:%d", &uid, &gid)
-	for _, p := range []string{filepath.Dir(path), path} {
-		if err := os.Lchown(p, uid, gid); err != nil {
-			t.Fatal(err)
-		}
-	}
+	giveToCage(t, filepath.Dir(path), path)
 	go func() {
 		buf := make([]byte, 256)
 		for {
