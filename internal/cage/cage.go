@@ -16,7 +16,7 @@
 //   - all capabilities dropped, no-new-privileges (setuid binaries do not
 //     raise privileges), Docker's init as pid 1, a private IPC namespace;
 //   - the engine's default seccomp profile without Unix sockets
-//     (SeccompProfile): nothing in the cage can connect to a socket of the
+//     (harden.SeccompProfile; the whole baseline is harden.Baseline): nothing in the cage can connect to a socket of the
 //     host in a mounted folder, read-only or not;
 //   - a non-root user even when the image says root: 1000:1000 when mcpcage
 //     runs as root, else mcpcage's own uid:gid (so folders mounted :rw stay the
@@ -51,7 +51,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,23 +68,10 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/mcpcage/mcpcage/internal/harden"
 	"github.com/mcpcage/mcpcage/internal/launch"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
-
-// ShmSize is the size of the cage's /dev/shm (Docker's default is 64 MiB).
-const ShmSize = 4 << 20
-
-// maskedPaths are the /proc and /sys paths the cage hides: the engine's
-// default list (github.com/docker/docker/oci, defaultLinuxMaskedPaths; it is
-// repeated because MaskedPaths replaces it, and that package would pull the
-// engine's runtime dependencies into mcpcage), and /proc/cmdline, which
-// shows the host kernel's boot parameters.
-var maskedPaths = []string{
-	"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
-	"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware",
-	"/sys/devices/virtual/powercap", "/proc/cmdline",
-}
 
 // HomeInContainer is where the server's private HOME is mounted.
 const HomeInContainer = "/home/mcp"
@@ -488,13 +474,6 @@ func (c *Cage) wait() {
 }
 
 func configs(spec Spec) (*container.Config, *container.HostConfig, error) {
-	profile, err := SeccompProfile()
-	if spec.GVisor {
-		profile, err = GVisorSeccompProfile()
-	}
-	if err != nil {
-		return nil, nil, err
-	}
 	mem := spec.Memory
 	if mem <= 0 {
 		mem = DefaultMemory
@@ -512,9 +491,6 @@ func configs(spec Spec) (*container.Config, *container.HostConfig, error) {
 		tmp = DefaultTmpSize
 	}
 	uid, gid, _ := strings.Cut(User(), ":")
-	// The engine masks each CPU's thermal_throttle too (GHSA-6fw5-f8r9-fgfm).
-	throttle, _ := filepath.Glob("/sys/devices/system/cpu/cpu[0-9]*/thermal_throttle")
-	masked := append(append([]string(nil), maskedPaths...), throttle...)
 	labels := Self().Labels()
 	labels[LabelCage] = "1"
 	labels[LabelName] = spec.Name
@@ -558,35 +534,15 @@ func configs(spec Spec) (*container.Config, *container.HostConfig, error) {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeTmpfs, Target: m, ReadOnly: true,
 			TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096, Mode: 0o500}})
 	}
-	init := true
-	hc := &container.HostConfig{
-		Runtime:        spec.Runtime,
-		NetworkMode:    "none",
-		ReadonlyRootfs: true,
-		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges:true", "seccomp=" + profile},
-		Init:           &init,
-		IpcMode:        "private",
-		LogConfig:      container.LogConfig{Type: "none"},
-		// uid= and gid=: Docker copies the mode of the image's own /tmp
-		// onto the tmpfs whatever mode= says (engine 20.10), and images
-		// made from scratch often have it 0755 and root's.
-		Tmpfs: map[string]string{"/tmp": "rw,nosuid,nodev,exec,mode=1777,size=" + strconv.FormatInt(tmp, 10) + ",uid=" + uid + ",gid=" + gid},
-		// /dev/shm is writable memory too: small, and like /tmp charged
-		// to the memory limit.
-		ShmSize: ShmSize,
-		// Docker's own list, plus the host kernel's command line.
-		MaskedPaths: masked,
-		Mounts:      mounts,
-		Resources: container.Resources{
-			Memory:     mem,
-			MemorySwap: mem,
-			NanoCPUs:   int64(cpus * 1e9),
-			PidsLimit:  &pids,
-			// No core dumps: a crashing server would leave its memory in HOME.
-			Ulimits: []*container.Ulimit{{Name: "core", Soft: 0, Hard: 0}},
-		},
+	hc, err := harden.Baseline{Runtime: spec.Runtime, GVisor: spec.GVisor, Memory: mem, Pids: pids, CPUs: cpus}.HostConfig("none")
+	if err != nil {
+		return nil, nil, err
 	}
+	// uid= and gid=: Docker copies the mode of the image's own /tmp onto
+	// the tmpfs whatever mode= says (engine 20.10), and images made from
+	// scratch often have it 0755 and root's.
+	hc.Tmpfs = map[string]string{"/tmp": "rw,nosuid,nodev,exec,mode=1777,size=" + strconv.FormatInt(tmp, 10) + ",uid=" + uid + ",gid=" + gid}
+	hc.Mounts = mounts
 	if spec.ScratchHome {
 		hc.Tmpfs[HomeInContainer] = "rw,nosuid,nodev,mode=0700,size=" + strconv.FormatInt(tmp, 10) + ",uid=" + uid + ",gid=" + gid
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/mcpcage/mcpcage/internal/egress"
+	"github.com/mcpcage/mcpcage/internal/harden"
 	"github.com/mcpcage/mcpcage/internal/launch"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
@@ -381,7 +382,10 @@ func (g *Gateway) launch(ctx context.Context) error {
 	labels[LabelSession] = g.spec.Session
 	labels[LabelName] = g.spec.Name
 	name := "mcpcage-" + strings.ToLower(g.spec.Name) + "-" + randomHex(3) + "-egress"
-	cfg, hc := gatewayConfig(g.img, g.upstream, labels, g.pipes, append([]string{"--pipes", gatewayPipes}, g.spec.Policy.Args()...))
+	cfg, hc, err := gatewayConfig(g.img, g.upstream, labels, g.pipes, append([]string{"--pipes", gatewayPipes}, g.spec.Policy.Args()...))
+	if err != nil {
+		return err
+	}
 	c, err := g.cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
 	if err != nil {
 		return fmt.Errorf("cannot create the egress gateway: %s", oneLine(err))
@@ -409,8 +413,7 @@ const gatewayPipes = "/egress"
 
 // gatewayConfig is the gateway container: hardened like a cage, on the
 // upstream network, with the session's pipes.
-func gatewayConfig(img, upstream string, labels map[string]string, pipes string, cmd []string) (*container.Config, *container.HostConfig) {
-	pids := int64(64)
+func gatewayConfig(img, upstream string, labels map[string]string, pipes string, cmd []string) (*container.Config, *container.HostConfig, error) {
 	cfg := &container.Config{
 		Image: img,
 		Cmd:   cmd,
@@ -422,21 +425,16 @@ func gatewayConfig(img, upstream string, labels map[string]string, pipes string,
 		AttachStderr: true,
 		Labels:       labels,
 	}
-	hc := &container.HostConfig{
-		NetworkMode:    container.NetworkMode(upstream),
-		ReadonlyRootfs: true,
-		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges:true"},
-		IpcMode:        "private",
-		LogConfig:      container.LogConfig{Type: "none"},
-		Mounts: append(gatewayRoots(), mount.Mount{Type: mount.TypeBind, Source: pipes, Target: gatewayPipes, ReadOnly: true,
-			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}}),
-		Resources: container.Resources{
-			Memory: 64 << 20, MemorySwap: 64 << 20, NanoCPUs: 1e9, PidsLimit: &pids,
-			Ulimits: []*container.Ulimit{{Name: "core", Soft: 0, Hard: 0}},
-		},
+	// The engine's default runtime, whatever the cage's: a runtime
+	// registered for cages (gVisor with --network=none) has no network to
+	// give the gateway.
+	hc, err := harden.Baseline{Memory: 64 << 20, Pids: 64, CPUs: 1}.HostConfig(upstream)
+	if err != nil {
+		return nil, nil, err
 	}
-	return cfg, hc
+	hc.Mounts = append(gatewayRoots(), mount.Mount{Type: mount.TypeBind, Source: pipes, Target: gatewayPipes, ReadOnly: true,
+		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
+	return cfg, hc, nil
 }
 
 // attach attaches to the gateway's output, passing its errors to log; it

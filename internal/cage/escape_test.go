@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpcage/mcpcage/internal/cage/cagetest"
+	"github.com/mcpcage/mcpcage/internal/harden"
 )
 
 var (
@@ -658,7 +659,7 @@ func TestCageScratchTmp(t *testing.T) {
 
 // TestEscapeWritablePlaces: what the server can write is exactly the places
 // docs/cage.md lists (HOME, /tmp, /dev/shm, /dev/mqueue, :rw mounts), and
-// /dev/shm is small (ShmSize, charged to --memory like /tmp); the host's
+// /dev/shm is small (harden.ShmSize, charged to --memory like /tmp); the host's
 // kernel command line is hidden.
 func TestEscapeWritablePlaces(t *testing.T) {
 	cli, img := dockerAndProbe(t)
@@ -682,7 +683,7 @@ func TestEscapeWritablePlaces(t *testing.T) {
 		}
 	}
 	if r := p.held("fill", "/dev/shm/f:"+fmt.Sprint(8<<20)); !strings.Contains(r.Detail, "no space left") {
-		t.Errorf("/dev/shm should fill up at %d bytes: %s", ShmSize, r.Detail)
+		t.Errorf("/dev/shm should fill up at %d bytes: %s", harden.ShmSize, r.Detail)
 	}
 	// Docker masks it (0 bytes); gVisor shows a command line of its own.
 	host, _ := os.ReadFile("/proc/cmdline")

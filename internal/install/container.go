@@ -11,6 +11,8 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/mcpcage/mcpcage/internal/harden"
 )
 
 // LabelInstall marks install containers ("1"), so that leftovers of an
@@ -35,41 +37,14 @@ const (
 )
 
 // run starts the job, waits for it and removes it, whatever happens. The
-// container reaches the network through the default bridge (the registry),
-// but it has no capabilities, cannot gain privileges, has a read-only root
-// and sees no host path except the mounts given.
+// container reaches the network through the default bridge (the registry);
+// otherwise it is hardened like a cage (harden.Baseline: no capabilities,
+// no privileges to gain, the cage's seccomp profile, a read-only root, 2 GiB
+// with no swap) and sees no host path except the mounts given.
 func (j job) run(ctx context.Context, cli client.APIClient) (stdout, stderr []byte, code int, err error) {
-	labels := map[string]string{LabelInstall: "1"}
-	for k, v := range j.labels {
-		labels[k] = v
-	}
-	pids := int64(1024)
-	cfg := &container.Config{
-		Image: j.image,
-		// Our own entrypoint: an image's (the official node image has one)
-		// must not stand between us and the install.
-		Entrypoint:   j.cmd[:1],
-		Cmd:          j.cmd[1:],
-		Env:          j.env,
-		User:         j.user,
-		WorkingDir:   MountPoint,
-		Labels:       labels,
-		AttachStdout: true,
-		AttachStderr: true,
-	}
-	hc := &container.HostConfig{
-		NetworkMode:    "bridge",
-		Mounts:         j.mounts,
-		ReadonlyRootfs: true,
-		// exec: npm and pip unpack and run helper binaries under /tmp.
-		Tmpfs:       map[string]string{"/tmp": "rw,nosuid,nodev,exec,size=2g,mode=1777"},
-		CapDrop:     []string{"ALL"},
-		SecurityOpt: []string{"no-new-privileges"},
-		Resources: container.Resources{
-			Memory:    2 << 30,
-			PidsLimit: &pids,
-		},
-		Init: boolPtr(true),
+	cfg, hc, err := j.configs()
+	if err != nil {
+		return nil, nil, -1, err
 	}
 	created, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
 	if err != nil {
@@ -118,7 +93,37 @@ func (j job) run(ctx context.Context, cli client.APIClient) (stdout, stderr []by
 	return out.Bytes(), errOut.Bytes(), code, nil
 }
 
-func boolPtr(b bool) *bool { return &b }
+// configs is the install container.
+func (j job) configs() (*container.Config, *container.HostConfig, error) {
+	labels := map[string]string{LabelInstall: "1"}
+	for k, v := range j.labels {
+		labels[k] = v
+	}
+	cfg := &container.Config{
+		Image: j.image,
+		// Our own entrypoint: an image's (the official node image has one)
+		// must not stand between us and the install.
+		Entrypoint:   j.cmd[:1],
+		Cmd:          j.cmd[1:],
+		Env:          j.env,
+		User:         j.user,
+		WorkingDir:   MountPoint,
+		Labels:       labels,
+		AttachStdout: true,
+		AttachStderr: true,
+	}
+	// The engine's default runtime: the install reaches the registry, and
+	// a runtime registered for cages (gVisor with --network=none) has no
+	// network. No CPU quota: the install's time is bounded by its timeout.
+	hc, err := harden.Baseline{Memory: 2 << 30, Pids: 1024}.HostConfig("bridge")
+	if err != nil {
+		return nil, nil, err
+	}
+	hc.Mounts = j.mounts
+	// exec: npm and pip unpack and run helper binaries under /tmp.
+	hc.Tmpfs = map[string]string{"/tmp": "rw,nosuid,nodev,exec,size=2g,mode=1777"}
+	return cfg, hc, nil
+}
 
 // limitedBuffer keeps the first max bytes and drops the rest.
 type limitedBuffer struct {

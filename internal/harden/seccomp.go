@@ -1,4 +1,4 @@
-package cage
+package harden
 
 import (
 	"bytes"

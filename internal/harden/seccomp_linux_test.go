@@ -1,4 +1,4 @@
-package cage
+package harden
 
 //lint:file-ignore SA1019 a profile may still carry the deprecated Syscall.Name; it is read so that no socket rule slips past it
 
@@ -153,7 +153,7 @@ func socketRule(like *seccomp.Syscall, domain uint64, op specs.LinuxSeccompOpera
 
 // TestSeccompJSONIsDerived: the profile the binary ships is the one derived
 // from the profile package this module requires. After a change of either,
-// `go generate ./internal/cage` writes it anew (MCPCAGE_WRITE_SECCOMP=1).
+// `go generate ./internal/harden` writes it anew (MCPCAGE_WRITE_SECCOMP=1).
 func TestSeccompJSONIsDerived(t *testing.T) {
 	want, err := cageSeccomp()
 	if err != nil {
@@ -165,7 +165,7 @@ func TestSeccompJSONIsDerived(t *testing.T) {
 		}
 	}
 	if !bytes.Equal(seccompJSON, want) {
-		t.Fatal("seccomp.json is not the profile derived from github.com/moby/profiles/seccomp: run `go generate ./internal/cage` and review the diff")
+		t.Fatal("seccomp.json is not the profile derived from github.com/moby/profiles/seccomp: run `go generate ./internal/harden` and review the diff")
 	}
 }
 
