@@ -229,11 +229,15 @@ func (e *DockerError) Cause() DockerCause {
 }
 
 func (e *DockerError) Error() string {
+	name := engineName(e.Host)
+	if name == "" {
+		name = "Docker"
+	}
 	switch e.Cause() {
 	case DockerPermission:
-		return fmt.Sprintf("no permission to use Docker at %s (permission denied on its socket)", e.Host)
+		return fmt.Sprintf("no permission to use %s at %s (permission denied on its socket)", name, e.Host)
 	case DockerNotRunning:
-		return fmt.Sprintf("Docker is not running: nothing answers at %s", e.Host)
+		return fmt.Sprintf("%s is not running: nothing answers at %s", name, e.Host)
 	case DockerHostWrong:
 		err := e.Err
 		if e.dial != nil {

@@ -46,10 +46,6 @@ func ParseMountSpec(spec string) (target string, writable bool, err error) {
 	return filepath.Clean(p), writable, nil
 }
 
-// dockerSockets are where a Docker socket usually lives; a mount that shows
-// one to the server would hand it the host.
-var dockerSockets = []string{"/var/run/docker.sock", "/run/docker.sock", "/var/run/docker", "/run/docker", "/run/containerd", "/var/run/containerd"}
-
 // ResolveMount checks a mount target on the host and returns the Mount.
 // It refuses paths that do not exist, paths that hold the Docker socket, and
 // paths inside mcpcageHome (other servers' HOMEs, pins and the audit log).
@@ -61,12 +57,13 @@ func ResolveMount(target string, writable bool, mcpcageHome string) (Mount, erro
 		}
 		return Mount{}, fmt.Errorf("cannot mount %s: %v", target, err)
 	}
-	for _, s := range dockerSockets {
+	// A system engine's socket (engines) may not be under a mount at all.
+	for _, s := range systemEnginePaths() {
 		if within(s, src) || within(s, target) {
 			return Mount{}, fmt.Errorf("refusing to mount %s: it would show the Docker socket (%s) to the server, which is control of the host", target, s)
 		}
 	}
-	// A folder that holds a socket elsewhere (Docker Desktop, Colima,
+	// A folder that holds a user's engine's socket (Docker Desktop, Colima,
 	// rootless) is refused when it is the socket's own folder or inside it;
 	// a folder above it is mounted with the socket's folder masked.
 	for _, d := range DockerSocketDirs() {
