@@ -42,6 +42,10 @@ ACTIONLINT  ?= github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 GREMLINS    ?= github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
 DEADCODE    ?= golang.org/x/tools/cmd/deadcode@v0.39.0
 
+# Podman's Docker-compatible API, which .ci/setup starts: the tests of the
+# engines run against it beside Docker.
+export MCPCAGE_TEST_PODMAN ?= unix:///run/podman/podman.sock
+
 # The packages that start goroutines of their own run under the race detector
 # (and only so, to keep CI's time: every package is tested once).
 RACE_PKGS := $(wildcard internal/proxy internal/audit internal/cage internal/guard internal/egress)
@@ -72,7 +76,7 @@ cross:
 
 # The demo runs an npm server only: it needs the Node.js image, not Python's.
 demo: build
-	./.ci/setup node
+	MCPCAGE_SETUP_PODMAN=0 ./.ci/setup node
 	./examples/demo.sh
 
 # The recipe built into the binary (images/build.sh), as a user without a

@@ -5,6 +5,8 @@ package cage
 import (
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 func fileOwner(st os.FileInfo) (uid, gid int, ok bool) {
@@ -14,3 +16,7 @@ func fileOwner(st os.FileInfo) (uid, gid int, ok bool) {
 	}
 	return int(s.Uid), int(s.Gid), true
 }
+
+// mayConnect reports whether this user may connect to the socket at p (write
+// permission on it).
+func mayConnect(p string) bool { return unix.Access(p, unix.W_OK) == nil }

@@ -331,6 +331,7 @@ type Cage struct {
 
 	demuxed  chan struct{}
 	killed   atomic.Bool // Stop found the server still running
+	removing atomic.Bool // Stop is removing the container
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -366,7 +367,7 @@ func start(ctx context.Context, cli *client.Client, spec Spec, tweak func(*conta
 			return nil, err
 		}
 	}
-	cfg, hc, err := configs(spec)
+	cfg, hc, err := configs(ctx, cli, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -433,12 +434,19 @@ func (c *Cage) wait() {
 	select {
 	case st := <-statusCh:
 		c.exitCode = int(st.StatusCode)
-		if st.Error != nil && st.Error.Message != "" {
+		if st.Error != nil && st.Error.Message != "" && !c.removing.Load() {
 			c.waitErr = errors.New(st.Error.Message)
 		}
 	case err := <-errCh:
 		c.exitCode = -1
 		c.waitErr = err
+		if c.removing.Load() {
+			// Stop removed it while it ran: Podman ends the wait with
+			// an error ("container has already been removed", as an
+			// error or as the status's message) where Docker answers
+			// the kill's status. Both are the kill.
+			c.exitCode, c.waitErr = 137, nil
+		}
 		return
 	}
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -477,7 +485,7 @@ func (c *Cage) wait() {
 	}
 }
 
-func configs(spec Spec) (*container.Config, *container.HostConfig, error) {
+func configs(ctx context.Context, cli client.APIClient, spec Spec) (*container.Config, *container.HostConfig, error) {
 	mem := spec.Memory
 	if mem <= 0 {
 		mem = DefaultMemory
@@ -538,17 +546,26 @@ func configs(spec Spec) (*container.Config, *container.HostConfig, error) {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeTmpfs, Target: m, ReadOnly: true,
 			TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096, Mode: 0o500}})
 	}
-	hc, err := harden.Baseline{Runtime: spec.Runtime, GVisor: spec.GVisor, Memory: mem, Pids: pids, CPUs: cpus}.HostConfig("none")
+	kind, err := harden.KindOf(ctx, cli)
+	if err != nil {
+		return nil, nil, err
+	}
+	hc, err := harden.Baseline{Runtime: spec.Runtime, GVisor: spec.GVisor, Engine: kind, Memory: mem, Pids: pids, CPUs: cpus}.HostConfig("none")
 	if err != nil {
 		return nil, nil, err
 	}
 	// uid= and gid=: Docker copies the mode of the image's own /tmp onto
 	// the tmpfs whatever mode= says (engine 20.10), and images made from
-	// scratch often have it 0755 and root's.
-	hc.Tmpfs = map[string]string{"/tmp": "rw,nosuid,nodev,exec,mode=1777,size=" + strconv.FormatInt(tmp, 10) + ",uid=" + uid + ",gid=" + gid}
+	// scratch often have it 0755 and root's. Podman takes mode= as it is,
+	// and refuses uid= and gid=.
+	owner := ",uid=" + uid + ",gid=" + gid
+	if kind == harden.Podman {
+		owner = ""
+	}
+	hc.Tmpfs = map[string]string{"/tmp": "rw,nosuid,nodev,exec,mode=1777,size=" + strconv.FormatInt(tmp, 10) + owner}
 	hc.Mounts = mounts
 	if spec.ScratchHome {
-		hc.Tmpfs[HomeInContainer] = "rw,nosuid,nodev,mode=0700,size=" + strconv.FormatInt(tmp, 10) + ",uid=" + uid + ",gid=" + gid
+		hc.Tmpfs[HomeInContainer] = "rw,nosuid,nodev,mode=0700,size=" + strconv.FormatInt(tmp, 10) + owner
 	}
 	if spec.AllowNet {
 		hc.NetworkMode = "bridge"
@@ -625,6 +642,7 @@ func (c *Cage) Stop(ctx context.Context) error {
 		} else {
 			c.killed.Store(!c.Exited())
 		}
+		c.removing.Store(true)
 		err := c.cli.ContainerRemove(rctx, c.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			c.stopErr = fmt.Errorf("cannot remove container %s: %s", c.name, oneLine(err))

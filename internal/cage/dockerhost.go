@@ -79,14 +79,15 @@ func isSocket(p string) bool {
 }
 
 // findDockerHost finds the engine when DOCKER_HOST is unset and the default
-// socket is not there: the Docker CLI's current context (how Docker Desktop,
-// Colima and rootless Docker are usually reached), then the first socket of
-// the engine table that is there. "" means the client's default.
+// socket is not there (or not this user's to use): the Docker CLI's current
+// context (how Docker Desktop, Colima and rootless Docker are usually
+// reached), then the first socket of the engine table this user may use.
+// "" means the client's default.
 func findDockerHost() string { return discover("/var/run/docker.sock", engines) }
 
 // discover is findDockerHost with the default socket and the table given.
 func discover(defaultSocket string, table []engine) string {
-	if runtime.GOOS == "windows" || isSocket(defaultSocket) {
+	if runtime.GOOS == "windows" || isSocket(defaultSocket) && mayConnect(defaultSocket) {
 		return ""
 	}
 	home, _ := os.UserHomeDir()
@@ -95,7 +96,7 @@ func discover(defaultSocket string, table []engine) string {
 	}
 	for _, e := range table {
 		for _, s := range e.Sockets {
-			if p := expand(s); p != "" && isSocket(p) {
+			if p := expand(s); p != "" && isSocket(p) && mayConnect(p) {
 				return "unix://" + p
 			}
 		}

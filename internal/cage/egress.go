@@ -382,7 +382,7 @@ func (g *Gateway) launch(ctx context.Context) error {
 	labels[LabelSession] = g.spec.Session
 	labels[LabelName] = g.spec.Name
 	name := "mcpcage-" + strings.ToLower(g.spec.Name) + "-" + randomHex(3) + "-egress"
-	cfg, hc, err := gatewayConfig(g.img, g.upstream, labels, g.pipes, append([]string{"--pipes", gatewayPipes}, g.spec.Policy.Args()...))
+	cfg, hc, err := gatewayConfig(ctx, g.cli, g.img, g.upstream, labels, g.pipes, append([]string{"--pipes", gatewayPipes}, g.spec.Policy.Args()...))
 	if err != nil {
 		return err
 	}
@@ -413,7 +413,7 @@ const gatewayPipes = "/egress"
 
 // gatewayConfig is the gateway container: hardened like a cage, on the
 // upstream network, with the session's pipes.
-func gatewayConfig(img, upstream string, labels map[string]string, pipes string, cmd []string) (*container.Config, *container.HostConfig, error) {
+func gatewayConfig(ctx context.Context, cli client.APIClient, img, upstream string, labels map[string]string, pipes string, cmd []string) (*container.Config, *container.HostConfig, error) {
 	cfg := &container.Config{
 		Image: img,
 		Cmd:   cmd,
@@ -428,7 +428,11 @@ func gatewayConfig(img, upstream string, labels map[string]string, pipes string,
 	// The engine's default runtime, whatever the cage's: a runtime
 	// registered for cages (gVisor with --network=none) has no network to
 	// give the gateway.
-	hc, err := harden.Baseline{Memory: 64 << 20, Pids: 64, CPUs: 1}.HostConfig(upstream)
+	kind, err := harden.KindOf(ctx, cli)
+	if err != nil {
+		return nil, nil, err
+	}
+	hc, err := harden.Baseline{Engine: kind, Memory: 64 << 20, Pids: 64, CPUs: 1}.HostConfig(upstream)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -42,7 +42,7 @@ const (
 // no privileges to gain, the cage's seccomp profile, a read-only root, 2 GiB
 // with no swap) and sees no host path except the mounts given.
 func (j job) run(ctx context.Context, cli client.APIClient) (stdout, stderr []byte, code int, err error) {
-	cfg, hc, err := j.configs()
+	cfg, hc, err := j.configs(ctx, cli)
 	if err != nil {
 		return nil, nil, -1, err
 	}
@@ -94,7 +94,7 @@ func (j job) run(ctx context.Context, cli client.APIClient) (stdout, stderr []by
 }
 
 // configs is the install container.
-func (j job) configs() (*container.Config, *container.HostConfig, error) {
+func (j job) configs(ctx context.Context, cli client.APIClient) (*container.Config, *container.HostConfig, error) {
 	labels := map[string]string{LabelInstall: "1"}
 	for k, v := range j.labels {
 		labels[k] = v
@@ -115,7 +115,11 @@ func (j job) configs() (*container.Config, *container.HostConfig, error) {
 	// The engine's default runtime: the install reaches the registry, and
 	// a runtime registered for cages (gVisor with --network=none) has no
 	// network. No CPU quota: the install's time is bounded by its timeout.
-	hc, err := harden.Baseline{Memory: 2 << 30, Pids: 1024}.HostConfig("bridge")
+	kind, err := harden.KindOf(ctx, cli)
+	if err != nil {
+		return nil, nil, err
+	}
+	hc, err := harden.Baseline{Engine: kind, Memory: 2 << 30, Pids: 1024}.HostConfig("bridge")
 	if err != nil {
 		return nil, nil, err
 	}
