@@ -63,10 +63,10 @@ type Baseline struct {
 	GVisor  bool
 	// Engine is the engine's kind (KindOf): how it takes the profile and
 	// the limits.
-	Engine  Kind
-	Memory  int64 // bytes; swap is capped to the same (none)
-	Pids    int64
-	CPUs    float64
+	Engine Kind
+	Memory int64 // bytes; swap is capped to the same (none)
+	Pids   int64
+	CPUs   float64
 }
 
 // HostConfig is the baseline as the engine takes it, on the network named
