@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpcage/mcpcage/internal/cage"
 	"github.com/mcpcage/mcpcage/internal/cage/cagetest"
+	"github.com/mcpcage/mcpcage/internal/plan"
 )
 
 // egressSetup builds a static mcpcage for the gateway (the test binary that
@@ -47,7 +48,7 @@ func egressSetup(t *testing.T, cli *client.Client) (*cagetest.Internet, []string
 	if err := os.WriteFile(ca, bundle, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return in, []string{cage.EnvGatewayBinary + "=" + gatewayPath, "NODE_EXTRA_CA_CERTS=" + ca, "SSL_CERT_FILE=" + ca, EnvEgressNetwork + "=" + in.Network}
+	return in, []string{cage.EnvGatewayBinary + "=" + gatewayPath, "NODE_EXTRA_CA_CERTS=" + ca, "SSL_CERT_FILE=" + ca, plan.EnvEgressNetwork + "=" + in.Network}
 }
 
 const openAPISpec = `{"openapi":"3.0.0","info":{"title":"Status","version":"1.0.0"},

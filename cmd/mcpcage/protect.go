@@ -234,10 +234,10 @@ type reportJSON struct {
 	Summary summaryJSON `json:"summary"`
 }
 
-func describe(r *fileReport, s clients.Server, ledger *clients.Ledger) serverJSON {
+func describe(opts *ProtectOptions, r *fileReport, s clients.Server, ledger *clients.Ledger) serverJSON {
 	j := serverJSON{
 		Name: s.Name, Scope: s.Scope(), Caged: s.Caged(), Kind: s.Kind(), Disabled: s.Disabled,
-		Reach: s.Reach(), Secrets: s.Secrets(),
+		Reach: reachOf(opts, r, s), Secrets: s.Secrets(),
 	}
 	if j.Secrets == nil {
 		j.Secrets = []secrets.Finding{}
@@ -311,7 +311,7 @@ func protectRun(opts *ProtectOptions) error {
 	if opts.Fix {
 		return fixRun(opts, reports, ledger)
 	}
-	rep := buildReport(reports, ledger)
+	rep := buildReport(opts, reports, ledger)
 	if opts.Inspect {
 		if err := inspectAll(opts, reports, &rep); err != nil {
 			return err
@@ -324,7 +324,7 @@ func protectRun(opts *ProtectOptions) error {
 	return nil
 }
 
-func buildReport(reports []*fileReport, ledger *clients.Ledger) reportJSON {
+func buildReport(opts *ProtectOptions, reports []*fileReport, ledger *clients.Ledger) reportJSON {
 	rep := reportJSON{Files: []fileJSON{}}
 	for _, r := range reports {
 		fj := fileJSON{Client: r.File.Client.ID, Name: r.File.Client.Name, Scope: r.File.Scope, Path: r.File.Path, Format: r.File.Client.Format.String(), Servers: []serverJSON{}}
@@ -333,7 +333,7 @@ func buildReport(reports []*fileReport, ledger *clients.Ledger) reportJSON {
 		}
 		fj.Warning = r.Warning
 		for _, s := range r.Servers {
-			sj := describe(r, s, ledger)
+			sj := describe(opts, r, s, ledger)
 			fj.Servers = append(fj.Servers, sj)
 			rep.Summary.Servers++
 			switch sj.Status {
@@ -493,6 +493,9 @@ func reachText(s serverJSON) string {
 	}
 	if len(s.Reach.Env) > 0 {
 		parts = append(parts, "env "+strings.Join(s.Reach.Env, ", "))
+	}
+	if s.Reach.Refused != "" {
+		parts = append(parts, s.Reach.Refused)
 	}
 	return strings.Join(parts, "; ")
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/guard"
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/pin"
+	"github.com/mcpcage/mcpcage/internal/plan"
 	"github.com/mcpcage/mcpcage/internal/proxy"
 	"github.com/mcpcage/mcpcage/internal/scan"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
@@ -234,14 +235,14 @@ func inspectOne(s clients.Server, argv []string) *inspectResultJSON {
 		res.Error = errText(err)
 		return res
 	}
-	res.Name = p.name
-	if p.egress == nil && !ropts.AllowNet && cage.GatewayUsable() == nil {
+	res.Name = p.Name
+	if p.Egress == nil && !ropts.AllowNet && cage.GatewayUsable() == nil {
 		// A server without the network is inspected behind a gateway that
 		// allows nothing: it reaches no more than in its cage, and the
 		// hosts it tries at start are named, so the user learns what to
 		// allow.
-		p.egress = &egress.Policy{}
-		p.egressNet = os.Getenv(EnvEgressNetwork)
+		p.Egress = &egress.Policy{}
+		p.EgressNet = os.Getenv(plan.EnvEgressNetwork)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), inspectTimeout)
 	defer cancel()
@@ -292,8 +293,8 @@ func inspectOne(s clients.Server, argv []string) *inspectResultJSON {
 		_ = json.Unmarshal(t, &named)
 		res.Tools = append(res.Tools, named.Name)
 	}
-	res.Pin, res.PinText = pinStatus(p.name, current)
-	origin := scan.Origin{Package: strings.Join(append([]string{ropts.Image}, ropts.Command...), " "), Name: p.name}
+	res.Pin, res.PinText = pinStatus(p.Name, current)
+	origin := scan.Origin{Package: strings.Join(append([]string{ropts.Image}, ropts.Command...), " "), Name: p.Name}
 	for i, fs := range scan.ToolsFrom(origin, raws, cagedTools()) {
 		if len(fs) > 0 {
 			res.Findings = append(res.Findings, toolFindings{Tool: res.Tools[i], Findings: fs})

@@ -146,7 +146,7 @@ func cageNotes(opts *ProtectOptions, r *fileReport, c clients.Change) []string {
 	if dir == "" {
 		dir = clientDir
 	}
-	expanded, mapped := launch.ExpandArgs(inner, userHome, dir)
+	_, mapped := launch.ExpandArgs(inner, userHome, dir)
 	for _, m := range mapped {
 		if proj == "" && !strings.HasPrefix(m.From, "~") {
 			notes = append(notes, fmt.Sprintf("%s %q is the folder the client starts the server in, shown read-only", m.Where, m.From))
@@ -154,18 +154,20 @@ func cageNotes(opts *ProtectOptions, r *fileReport, c clients.Change) []string {
 		}
 		notes = append(notes, fmt.Sprintf("%s %q is %s, shown read-only at that path", m.Where, m.From, m.To))
 	}
-	// Folders it will see.
+	// Folders it will see: the plan run makes of the caged entry.
 	var ro, rw []string
-	for _, f := range flags {
-		if m, ok := strings.CutPrefix(f, "--mount="); ok {
-			if p, ok := strings.CutSuffix(m, ":rw"); ok {
-				rw = append(rw, p)
+	if p, err := entryPlan(opts, r, after); err != nil {
+		notes = append(notes, "! mcpcage run would refuse it: "+errText(err))
+	} else {
+		for _, m := range p.Mounts {
+			if m.Writable {
+				rw = append(rw, m.Target)
 			} else {
-				ro = append(ro, strings.TrimSuffix(m, ":ro"))
+				ro = append(ro, m.Target)
 			}
 		}
+		notes = append(notes, p.Notes...)
 	}
-	ro = append(ro, launch.ArgPaths(expanded)...)
 	stores := storesOf(opts, r, s)
 	isStore := map[string]bool{}
 	for _, st := range stores {
@@ -180,7 +182,6 @@ func cageNotes(opts *ProtectOptions, r *fileReport, c clients.Change) []string {
 			continue
 		}
 		if _, err := os.Stat(p); err == nil {
-			ro = append(ro, p)
 			notes = append(notes, fmt.Sprintf("env %s names the host path %s: shown read-only at that path", v.Name, p))
 		} else if dir := filepath.Dir(p); dir != "/" && isDir(dir) && !covered(rw, p) {
 			notes = append(notes, fmt.Sprintf("! env %s names %s, which does not exist yet: the caged server will not start, since it would create it where you never see it; add --mount=%s:rw to its args before --, or point %s at a file that exists", v.Name, p, dir, v.Name))

@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path"
 	"path/filepath"
-	"regexp"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -18,13 +15,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpcage/mcpcage/internal/cage"
-	"github.com/mcpcage/mcpcage/internal/egress"
 	"github.com/mcpcage/mcpcage/internal/guard"
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
 	"github.com/mcpcage/mcpcage/internal/launch"
+	"github.com/mcpcage/mcpcage/internal/plan"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
-	"github.com/mcpcage/mcpcage/known"
 )
 
 // Exit statuses of `mcpcage run` besides the server's own.
@@ -70,8 +66,22 @@ type RunOptions struct {
 	ScratchHome bool
 }
 
-func newRunCmd(io *IOStreams) *cobra.Command {
+func newRunCmd(io *IOStreams) *cobra.Command { return runCommand(&RunOptions{IO: io}) }
+
+// parseRunArgs reads a `mcpcage run` command line (what follows "run") with
+// run's own flags, as run would.
+func parseRunArgs(argv []string, io *IOStreams) (*RunOptions, error) {
 	opts := &RunOptions{IO: io}
+	fs := runCommand(opts).Flags()
+	if err := fs.Parse(argv); err != nil {
+		return nil, err
+	}
+	opts.Command = fs.Args()
+	return opts, nil
+}
+
+// runCommand is `mcpcage run`, its flags read into opts.
+func runCommand(opts *RunOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [flags] [--] npx -y PACKAGE [ARGS...] | uvx PACKAGE [ARGS...] | --image IMAGE [-- ARGS...]",
 		Short: "Run an MCP server in a cage, behind the proxy",
@@ -120,7 +130,7 @@ the server was killed for using too much memory.`,
 	fs.BoolVar(&opts.AllowNet, "allow-net", false, "give the server the network, fully open")
 	fs.StringArrayVar(&opts.AllowHosts, "allow-host", nil, "let the server reach `HOST[:PORT]` only (port 443 by default; *.example.com for its subdomains; repeatable)")
 	fs.BoolVar(&opts.AllowPrivate, "allow-private-addresses", false, "let allowed hosts resolve to private, loopback and link-local addresses")
-	fs.StringVar(&opts.EgressNetwork, "egress-network", "", "the Docker `network` the egress gateway reaches hosts through (default $"+EnvEgressNetwork+", else the default bridge)")
+	fs.StringVar(&opts.EgressNetwork, "egress-network", "", "the Docker `network` the egress gateway reaches hosts through (default $"+plan.EnvEgressNetwork+", else the default bridge)")
 	fs.StringArrayVar(&opts.Mounts, "mount", nil, "show a host folder at the same `path`, read-only; PATH:rw for read-write (repeatable)")
 	fs.StringArrayVar(&opts.Env, "env", nil, "pass the environment variable `NAME` (its value from mcpcage's environment; repeatable)")
 	fs.StringVar(&opts.Memory, "memory", "512m", "memory limit (no swap)")
@@ -152,238 +162,39 @@ func useHome(dir string) error {
 	return os.Setenv("MCPCAGE_HOME", filepath.Clean(dir))
 }
 
-// runPlan is everything `mcpcage run` decided from its command line, before
-// touching Docker.
+// runPlan is the plan of the session (plan.Make) and, once the cage is up,
+// the recorder of its egress gateway's events.
 type runPlan struct {
-	cmd      launch.Command
-	name     string
-	mounts   []cage.Mount
-	env      []string // NAME=VALUE
-	memory   int64
-	tmpSize  int64
-	maxLine  int
-	stateDir string // $MCPCAGE_HOME
-	// sockets are the socket folders of the host (cage.SocketDirs) to mask
-	// wherever a mount shows them: those no --mount names.
-	sockets []string
-	notes   []string       // warnings for stderr, one line each
-	workDir string         // the client's working directory when the cage shows it, else ""
-	prog    launch.Program // for a local program: what runs
-	// egress is the --allow-host policy (nil: none); egressRec turns its
-	// gateway's events into audit records once upCage has started it.
-	egress    *egress.Policy
-	egressNet string
-	runtime   string // the OCI runtime ("" for the engine's default)
+	*plan.Plan
 	egressRec *guard.Egress
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-func planRun(opts *RunOptions) (*runPlan, error) {
-	p := &runPlan{}
-	if opts.Image != "" {
-		if strings.HasPrefix(opts.Image, "-") {
-			return nil, usageErr(&launch.UsageError{Msg: fmt.Sprintf("--image %q is not an image name", opts.Image), Fix: "write --image IMAGE -- ARGS"})
-		}
-		p.cmd = launch.Command{Kind: "image", Image: opts.Image, Args: opts.Command}
-	} else {
-		c, err := launch.ParseCommand(opts.Command)
-		if err != nil {
-			return nil, usageErr(err)
-		}
-		p.cmd = c
-	}
-	p.name = opts.Name
-	if p.name == "" {
-		p.name = p.cmd.Name()
-	}
-	if err := launch.ValidName(p.name); err != nil {
-		return nil, usageErr(err)
-	}
-	// Clients pass "~/x" and "." as written: the server would read them
-	// against its private HOME and working directory. They mean the user's
-	// home and the folder the client started mcpcage in.
+// request is the run asked by the command line.
+func (opts *RunOptions) request() plan.Request {
 	userHome, _ := home.User()
 	cwd, _ := os.Getwd()
-	p.cmd.Args, _ = launch.ExpandArgs(p.cmd.Args, userHome, cwd)
-	if p.cmd.Kind == "exec" {
-		prog, err := launch.FindProgram(p.cmd.Program, userHome, cwd)
-		if err != nil {
-			return nil, usageErr(withHint(err, "mcpcage runs compiled programs (static or linked against glibc), npx and uvx packages, and images (--image)"))
-		}
-		p.prog = prog
+	return plan.Request{
+		Command: opts.Command, Image: opts.Image, Name: opts.Name,
+		AllowNet: opts.AllowNet, AllowHosts: opts.AllowHosts, AllowPrivate: opts.AllowPrivate, EgressNetwork: opts.EgressNetwork,
+		Mounts: opts.Mounts, Env: opts.Env, Memory: opts.Memory, Pids: opts.Pids, CPUs: opts.CPUs, TmpSize: opts.TmpSize,
+		MaxLine: opts.MaxLine, StartTimeout: opts.StartTimeout, Runtime: opts.Runtime, ListOnly: opts.ListOnly,
+		LookupEnv: opts.LookupEnv, UserHome: userHome, Dir: cwd,
 	}
-	var envPaths []string
-	var envNames map[string]string // a path -> the variable that names it
-	var err error
-	if p.memory, err = cage.ParseSize(opts.Memory); err != nil || p.memory < 16<<20 {
-		return nil, usageErr(fmt.Errorf("--memory %q: give a size of at least 16m, like 512m or 1g", opts.Memory))
-	}
-	if p.tmpSize, err = cage.ParseSize(opts.TmpSize); err != nil || p.tmpSize < 1<<20 {
-		return nil, usageErr(fmt.Errorf("--tmp-size %q: give a size of at least 1m, like 64m", opts.TmpSize))
-	}
-	ml, err := cage.ParseSize(opts.MaxLine)
-	if err != nil || ml < 4<<10 || ml > 1<<30 {
-		return nil, usageErr(fmt.Errorf("--max-line %q: give a size between 4k and 1g, like 16m", opts.MaxLine))
-	}
-	p.maxLine = int(ml)
-	if opts.Pids < 16 {
-		return nil, usageErr(fmt.Errorf("--pids %d: give at least 16", opts.Pids))
-	}
-	if opts.CPUs <= 0 || opts.CPUs > 1024 {
-		return nil, usageErr(fmt.Errorf("--cpus %g: give a positive number, like 1 or 0.5", opts.CPUs))
-	}
-	if opts.StartTimeout <= 0 {
-		return nil, usageErr(fmt.Errorf("--start-timeout %s: give a positive duration, like 30s", opts.StartTimeout))
-	}
-	lookupEnv := opts.LookupEnv
-	if lookupEnv == nil {
-		lookupEnv = os.LookupEnv
-	}
-	for _, n := range opts.Env {
-		if strings.Contains(n, "=") {
-			// Said without echoing the value: it may be a secret.
-			return nil, usageErr(withHint(fmt.Errorf("--env takes a variable's name, not NAME=VALUE"),
-				"put the value in mcpcage's environment (the client config's env block) and write --env NAME"))
-		}
-		if !envName.MatchString(n) {
-			return nil, usageErr(fmt.Errorf("--env %q is not a variable name", n))
-		}
-		v, ok := lookupEnv(n)
-		if !ok {
-			return nil, usageErr(withHint(fmt.Errorf("--env %s: %s is not set in mcpcage's environment", n, n),
-				"set it in the client config's env block for this server"))
-		}
-		if x, ok := launch.ExpandPath(v, userHome, cwd); ok {
-			v = x
-		}
-		if filepath.IsAbs(v) && !strings.ContainsRune(v, 0) {
-			envPaths = append(envPaths, v)
-			if envNames == nil {
-				envNames = map[string]string{}
-			}
-			envNames[filepath.Clean(v)] = n
-		}
-		p.env = append(p.env, n+"="+v)
-	}
-	// A well-known server's store goes to its private HOME unless its
-	// variable is passed: by default some keep it next to their code,
-	// which is read-only in the cage (server-memory: every write failed).
-	if k, ok := known.Lookup(p.cmd.Kind, p.cmd.Package); ok {
-		for _, st := range k.State {
-			if !slices.Contains(opts.Env, st.Env) {
-				p.env = append(p.env, st.Env+"="+path.Join(cage.HomeInContainer, st.Default))
-			}
-		}
-	}
-	if p.stateDir, err = home.Dir(); err != nil {
-		return nil, err
-	}
-	for _, spec := range opts.Mounts {
-		target, rw, err := cage.ParseMountSpec(spec)
-		if err != nil {
-			return nil, usageErr(err)
-		}
-		m, err := cage.ResolveMount(target, rw, p.stateDir)
-		if err != nil {
-			return nil, usageErr(err)
-		}
-		p.mounts = append(p.mounts, m)
-	}
-	sockDirs := cage.SocketDirs()
-	for _, d := range sockDirs {
-		named := false
-		for _, m := range p.mounts {
-			named = named || cage.SocketDirOf(m.Source, []string{d}) != ""
-		}
-		if !named {
-			p.sockets = append(p.sockets, d)
-		}
-	}
-	// The existing paths among the server's arguments, then among the
-	// values of the variables passed (a store, a config file), are shown
-	// read-only unless a --mount already covers them.
-	for _, src := range []struct {
-		paths []string
-		what  string
-	}{{launch.ArgPaths(p.cmd.Args), "the server's arguments name"}, {launch.ArgPaths(envPaths), "a variable passed with --env names"}} {
-		for _, a := range src.paths {
-			if cage.Covered(p.mounts, a) {
-				continue
-			}
-			m, err := cage.ResolveMount(a, false, p.stateDir)
-			if err != nil {
-				return nil, usageErr(withHint(err, "%s this path, so mcpcage would mount it; give another path", src.what))
-			}
-			if d := cage.SocketDirOf(m.Source, p.sockets); d != "" {
-				// Naming a path is not consent to show the sockets of the
-				// user's daemons (tmux, ssh-agent, D-Bus): only --mount is.
-				p.notes = append(p.notes, fmt.Sprintf("not mounting %s, %s it: %s holds sockets of programs on this machine (tmux, ssh-agent, D-Bus, ...); give --mount %s to show it", a, src.what, d, a))
-				continue
-			}
-			p.mounts = append(p.mounts, m)
-		}
-	}
-	// A variable that names a host path that does not exist yet (a store
-	// the server will create: server-memory's MEMORY_FILE_PATH) would be
-	// written inside the cage, where nobody sees it again: its own /tmp is
-	// emptied at the end, the rest of its disk is read-only. Unless a
-	// --mount shows the folder, the start is refused with what to do.
-	for _, v := range envPaths {
-		if opts.ListOnly {
-			break
-		}
-		if err := envPathMissing(envNames[filepath.Clean(v)], v, p.mounts); err != nil {
-			return nil, usageErr(err)
-		}
-	}
-	// Project servers read their configuration from the folder the client
-	// starts them in: when the cage shows that folder, start there.
-	if cwd != "" && cage.Covered(p.mounts, cwd) {
-		p.workDir = cwd
-	}
-	if err := planEgress(opts, p); err != nil {
-		return nil, err
-	}
-	p.runtime = opts.Runtime
-	if p.runtime == "" {
-		p.runtime = os.Getenv(cage.EnvRuntime)
-	}
-	if p.runtime != "" && !runtimeName.MatchString(p.runtime) {
-		return nil, usageErr(withHint(fmt.Errorf("--runtime %q is not a runtime name", p.runtime), "write --runtime runsc, or the name the engine knows it by (docker info)"))
-	}
-	return p, nil
 }
 
-// envPathMissing refuses a --env variable whose value is an absolute path
-// that does not exist on the host while its folder does, and that no
-// --mount covers: the server would create it inside the cage and lose it.
-// A value whose folder does not exist either (or is "/": "/v1" is more
-// often a URL's path than a file) is left alone.
-func envPathMissing(name, v string, mounts []cage.Mount) error {
-	v = filepath.Clean(v)
-	if _, err := os.Lstat(v); err == nil || cage.Covered(mounts, v) {
-		return nil
-	}
-	dir := filepath.Dir(v)
-	if dir == "/" {
-		return nil
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return nil
-	}
-	where := "inside the cage, where you never see it"
-	for _, own := range []string{"/tmp", "/dev/shm"} {
-		if dir == own || strings.HasPrefix(dir, own+"/") {
-			where = "in the cage's own " + own + ", emptied when the session ends"
+// planRun is plan.Make for the command line; a refused request is exit
+// status 2.
+func planRun(opts *RunOptions) (*runPlan, error) {
+	p, err := plan.Make(opts.request())
+	if err != nil {
+		var u *plan.UsageError
+		if errors.As(err, &u) {
+			return nil, usageErr(err)
 		}
+		return nil, err
 	}
-	return withHint(fmt.Errorf("--env %s names %s, which does not exist yet: the server would create it %s", name, v, where),
-		"give --mount %s:rw so the server keeps it in your folder, or point %s at a file that exists", dir, name)
+	return &runPlan{Plan: p}, nil
 }
-
-// runtimeName is what an engine's runtime may be called.
-var runtimeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // handBanner tells a person who started `mcpcage run` on a terminal what
 // it runs and that it now waits for an MCP client on stdin: without it the
@@ -511,7 +322,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start the server: %v", err))
 		return err
 	}
-	for _, n := range p.notes {
+	for _, n := range p.Notes {
 		untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: warning: %s\n", n)
 	}
 	// The guard first: a session whose calls cannot be recorded never
@@ -522,25 +333,25 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start the server: %v", err))
 		return err
 	}
-	handBanner(opts.IO, p.name, opts.Command, opts.Image)
+	handBanner(opts.IO, p.Name, opts.Command, opts.Image)
 	st, err := upCage(ctx, opts, p, g)
 	if err != nil {
 		g.Abort()
-		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start %q: %v", p.name, err))
+		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start %q: %v", p.Name, err))
 		return err
 	}
-	code, err := serveSession(ctx, opts.IO, g, signalledCage{Started: st, ctx: ctx}, p.maxLine, opts.StartTimeout)
+	code, err := serveSession(ctx, opts.IO, g, signalledCage{Started: st, ctx: ctx}, p.MaxLine, opts.StartTimeout)
 	return runExit(ctx, opts, p, st.Cage, code, err)
 }
 
 // openGuard opens the session's guard (its audit log) from the flags.
 func openGuard(ctx context.Context, opts *RunOptions, p *runPlan) (*guard.Guard, error) {
-	gc, err := opts.Guard.config(opts.IO, p.name, launch.Launch{}, p.stateDir)
+	gc, err := opts.Guard.config(opts.IO, p.Name, launch.Launch{}, p.StateDir)
 	if err != nil {
 		return nil, err
 	}
 	gc.Env = opts.Env
-	gc.StartTimeout, gc.AllowNet = opts.StartTimeout, opts.AllowNet || p.egress != nil
+	gc.StartTimeout, gc.AllowNet = opts.StartTimeout, opts.AllowNet || p.Egress != nil
 	// The proxy reads a blocking os.Stdin through a non-blocking duplicate,
 	// so a signal ends its read too (proxy.Run).
 	gc.Stopped = func() (string, int) {
@@ -560,7 +371,7 @@ func openGuard(ctx context.Context, opts *RunOptions, p *runPlan) (*guard.Guard,
 // mcpcage ended it.
 func runExit(ctx context.Context, opts *RunOptions, p *runPlan, c *cage.Cage, code int, err error) error {
 	if c.OOMKilled() {
-		return &ExitError{Code: 137, Err: withHint(fmt.Errorf("%q was killed for using more than its memory limit (%s)", p.name, cage.FormatSize(p.memory)),
+		return &ExitError{Code: 137, Err: withHint(fmt.Errorf("%q was killed for using more than its memory limit (%s)", p.Name, cage.FormatSize(p.Memory)),
 			"raise the limit with --memory, e.g. --memory 1g")}
 	}
 	if err != nil {
@@ -572,7 +383,7 @@ func runExit(ctx context.Context, opts *RunOptions, p *runPlan, c *cage.Cage, co
 		return &ExitError{Code: code, Err: err}
 	}
 	if ss := stoppedBy(ctx); ss != nil {
-		fmt.Fprintf(opts.IO.ErrOut, "mcpcage: %q stopped: %s (the session was ended by the user)\n", p.name, ss)
+		fmt.Fprintf(opts.IO.ErrOut, "mcpcage: %q stopped: %s (the session was ended by the user)\n", p.Name, ss)
 		return &ExitError{Code: ss.code()}
 	}
 	if c.Killed() || ctx.Err() != nil {
@@ -582,7 +393,7 @@ func runExit(ctx context.Context, opts *RunOptions, p *runPlan, c *cage.Cage, co
 		return nil
 	}
 	if code != 0 {
-		return &ExitError{Code: code, Err: fmt.Errorf("%q exited with status %d", p.name, code)}
+		return &ExitError{Code: code, Err: fmt.Errorf("%q exited with status %d", p.Name, code)}
 	}
 	return nil
 }
@@ -593,25 +404,25 @@ func upCage(ctx context.Context, opts *RunOptions, p *runPlan, g *guard.Guard) (
 	// A HOME made before identities were recorded belongs to the launch
 	// its pins approved.
 	var legacyOwner string
-	if f, err := guard.PinStore(p.stateDir).Load(p.name); err == nil && f.Approved != nil && f.Approved.Launch.Kind != "" {
+	if f, err := guard.PinStore(p.StateDir).Load(p.Name); err == nil && f.Approved != nil && f.Approved.Launch.Kind != "" {
 		legacyOwner = f.Approved.Launch.Identity()
 	}
 	plan := cage.Plan{
-		Name: p.name, Command: p.cmd, Program: p.prog, Mounts: p.mounts,
-		StateDir: p.stateDir, Sockets: p.sockets, Env: p.env, WorkDir: p.workDir,
-		AllowNet: opts.AllowNet, Memory: p.memory, Pids: opts.Pids, CPUs: opts.CPUs, TmpSize: p.tmpSize,
-		Update: opts.Update, AllowScripts: opts.AllowScripts, AllowDeps: opts.AllowDeps, LegacyOwner: legacyOwner, Runtime: p.runtime,
-		Egress: p.egress, EgressNetwork: p.egressNet, Log: opts.IO.ErrOut, Progress: opts.IO.Reporter(), ScratchHome: opts.ScratchHome,
+		Name: p.Name, Command: p.Cmd, Program: p.Prog, Mounts: p.Mounts,
+		StateDir: p.StateDir, Sockets: p.Sockets, Env: p.Env, WorkDir: p.WorkDir,
+		AllowNet: opts.AllowNet, Memory: p.Memory, Pids: opts.Pids, CPUs: opts.CPUs, TmpSize: p.TmpSize,
+		Update: opts.Update, AllowScripts: opts.AllowScripts, AllowDeps: opts.AllowDeps, LegacyOwner: legacyOwner, Runtime: p.Runtime,
+		Egress: p.Egress, EgressNetwork: p.EgressNet, Log: opts.IO.ErrOut, Progress: opts.IO.Reporter(), ScratchHome: opts.ScratchHome,
 	}
 	switch {
 	case g != nil:
 		plan.Launched = g.Launched
-		if p.egress != nil {
+		if p.Egress != nil {
 			plan.EgressSink = g.Egress()
 		}
-	case p.egress != nil:
+	case p.Egress != nil:
 		// No session (an inspection): the refusals are kept, not recorded.
-		p.egressRec = guard.NewEgress(p.name, opts.IO.ErrOut, nil)
+		p.egressRec = guard.NewEgress(p.Name, opts.IO.ErrOut, nil)
 		plan.EgressSink = p.egressRec
 	}
 	st, err := cage.Up(ctx, plan)

@@ -435,7 +435,7 @@ func scanCaged(ctx context.Context, opts *ScanOptions) (*scanReport, error) {
 	defer cancel()
 	l, err := proxy.ListTools(lctx, c)
 	if err != nil {
-		err = fmt.Errorf("cannot list the tools of %q: %v", p.name, err)
+		err = fmt.Errorf("cannot list the tools of %q: %v", p.Name, err)
 		if tail := lastLine(stderrTail.String()); tail != "" {
 			err = fmt.Errorf("%v (the server said: %s)", err, untrusted.Line(tail))
 		}
@@ -445,8 +445,8 @@ func scanCaged(ctx context.Context, opts *ScanOptions) (*scanReport, error) {
 	if strings.TrimSpace(l.Instructions) != "" {
 		in.instructions = []string{l.Instructions}
 	}
-	rep := scanAll(in, scan.Origin{Package: strings.Join(append([]string{opts.Image}, opts.Command...), " "), Name: p.name})
-	rep.Server = p.name
+	rep := scanAll(in, scan.Origin{Package: strings.Join(append([]string{opts.Image}, opts.Command...), " "), Name: p.Name})
+	rep.Server = p.Name
 	return rep, nil
 }
 

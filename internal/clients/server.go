@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/launch"
 	"github.com/mcpcage/mcpcage/internal/secrets"
 )
@@ -357,11 +356,14 @@ type Reach struct {
 	// Hosts are a caged server's --allow-host list: the network, to those
 	// hosts only.
 	Hosts []string `json:"hosts,omitempty"`
+	// Refused says why `mcpcage run` would refuse a caged entry as it is
+	// written (a --mount of a path that does not exist, a bad flag).
+	Refused string `json:"refused,omitempty"`
 }
 
 // Reach says what the server can reach: uncaged local servers reach all the
-// user can; caged ones the network only with --allow-net, and the folders
-// given to them.
+// user can; a caged one's is its plan's (the caller's: internal/plan), of
+// which this gives only the variables.
 func (s Server) Reach() Reach {
 	r := Reach{Env: s.EnvNames()}
 	if r.Env == nil {
@@ -371,38 +373,8 @@ func (s Server) Reach() Reach {
 	case s.Kind() == KindRemote && !s.Caged():
 		// A remote server reaches what its operator lets it; nothing local.
 	case s.Caged():
-		flags := s.CageFlags()
-		for i, f := range flags {
-			switch {
-			case f == "--allow-net":
-				r.Network = true
-			case strings.HasPrefix(f, "--allow-host="):
-				r.Hosts = append(r.Hosts, strings.TrimPrefix(f, "--allow-host="))
-			case f == "--allow-host" && i+1 < len(flags):
-				r.Hosts = append(r.Hosts, flags[i+1])
-			case strings.HasPrefix(f, "--mount="), f == "--mount" && i+1 < len(flags):
-				// --mount=X and --mount X alike, as run reads them.
-				m := strings.TrimPrefix(f, "--mount=")
-				if f == "--mount" {
-					m = flags[i+1]
-				}
-				if p, ok := strings.CutSuffix(m, ":rw"); ok {
-					r.Mounts = append(r.Mounts, p+" (read-write)")
-				} else {
-					r.Mounts = append(r.Mounts, strings.TrimSuffix(m, ":ro")+" (read-only)")
-				}
-			}
-		}
-		// What `mcpcage run` mounts by itself: the existing absolute paths
-		// among the server's arguments, "~/x" read as run reads it (the
-		// user's home), read-only.
-		if _, args, ok := s.Unwrapped(); ok {
-			userHome, _ := home.User()
-			expanded, _ := launch.ExpandArgs(args, userHome, "")
-			for _, p := range launch.ArgPaths(expanded) {
-				r.Mounts = append(r.Mounts, p+" (read-only)")
-			}
-		}
+		// What a cage reaches is its plan's (internal/plan, as run makes
+		// it from the entry's arguments): the caller fills it in.
 	case s.Kind() == KindImage && !s.Caged():
 		// Docker's own defaults: the network, and only the volumes given.
 		d := parseDockerRun(s.Args)
