@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -319,8 +320,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	tuneSessionGC()
 	p, err := planRun(opts)
 	if err != nil {
-		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start the server: %v", err))
-		return err
+		return notStarted(opts.IO, "the server", err)
 	}
 	for _, n := range p.Notes {
 		untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: warning: %s\n", n)
@@ -330,18 +330,23 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	// straight into the log.
 	g, err := openGuard(ctx, opts, p)
 	if err != nil {
-		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start the server: %v", err))
-		return err
+		return notStarted(opts.IO, "the server", err)
 	}
 	handBanner(opts.IO, p.Name, opts.Command, opts.Image)
 	st, err := upCage(ctx, opts, p, g)
 	if err != nil {
 		g.Abort()
-		answerWaitingClient(opts.IO, fmt.Sprintf("mcpcage could not start %q: %v", p.Name, err))
-		return err
+		return notStarted(opts.IO, strconv.Quote(p.Name), err)
 	}
 	code, err := serveSession(ctx, opts.IO, g, signalledCage{Started: st, ctx: ctx}, p.MaxLine, opts.StartTimeout)
 	return runExit(ctx, opts, p, st.Cage, code, err)
+}
+
+// notStarted answers a client that already sent its first request, and
+// returns err.
+func notStarted(io *IOStreams, what string, err error) error {
+	answerWaitingClient(io, fmt.Sprintf("mcpcage could not start %s: %v", what, err))
+	return err
 }
 
 // openGuard opens the session's guard (its audit log) from the flags.
