@@ -58,8 +58,9 @@ runs in a cage, how it starts, what it can reach, and any secret written in
 clear text (always redacted). It changes nothing.
 
 With --fix it shows what it is about to change, asks for confirmation, then
-cages the servers started with npx or uvx: their command becomes mcpcage and
-their args "run --name=NAME --env=VAR... -- <the original command>". A backup
+cages the servers started with npx or uvx, and compiled local programs:
+their command becomes mcpcage and their args "run --name=NAME --env=VAR...
+-- <the original command>". A backup
 is left next to every file changed; mcpcage unwrap restores the originals.
 
 Clients: ` + strings.Join(clients.IDs(), ", ") + `.
@@ -110,7 +111,7 @@ without a terminal to ask on and without --yes.`,
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&opts.Fix, "fix", false, "cage the servers started with npx or uvx (asks first)")
+	f.BoolVar(&opts.Fix, "fix", false, "cage the servers started with npx or uvx, and compiled local programs (asks first)")
 	f.BoolVar(&opts.Yes, "yes", false, "with --fix: do not ask for confirmation (for scripts)")
 	f.BoolVar(&opts.AllowTempExe, "allow-temp-exe", os.Getenv("MCPCAGE_ALLOW_TEMP_EXE") == "1", "with --fix: write this mcpcage's path even when it is in a temporary or build folder ($MCPCAGE_ALLOW_TEMP_EXE=1)")
 	f.BoolVar(&opts.NoInstall, "no-install", false, "with --fix: do not install the packages now (each first start installs its own)")
@@ -682,7 +683,7 @@ func fixRun(opts *ProtectOptions, reports []*fileReport, ledger *clients.Ledger)
 		fmt.Fprintln(w)
 	}
 	if len(plans) == 0 {
-		fmt.Fprintln(w, "Nothing to cage: no uncaged server started with npx or uvx.")
+		fmt.Fprintln(w, "Nothing to cage: no uncaged server started with npx, uvx or a compiled program.")
 		if len(errs.lines) > 0 {
 			return &ExitError{Code: 1}
 		}
