@@ -26,10 +26,13 @@ import (
 // turn within each iteration so that a busy machine slows all of them alike:
 //
 //	mcpcage      mcpcage run -- npx -y PKG (reap, cache lookup, cage, proxy)
+//	mcpcage-attach the same with the engine's attach stream (MCPCAGE_STDIO=attach)
 //	mcpcage-runsc  the same under gVisor (--runtime runsc)
 //	docker-run   plain docker run -i --rm of the same image, command and cache mount
 //	docker-hard  the same docker run with the cage's hardening flags
 //	bare-node    the host's node running the same files directly
+//	npx-warm     npx -y PKG on the host, its npm cache warm (what users had)
+//	npx-cold     the same with an empty npm cache each time (a download)
 //
 // cage-cost is mcpcage minus docker-run: what the cage adds beyond a plain
 // docker run, hardening included; own-cost is mcpcage minus docker-hard:
@@ -41,13 +44,25 @@ func BenchmarkStartup(b *testing.B) {
 	for i, a := range cb.res.Command {
 		nodeArgv[i] = strings.Replace(a, cb.res.MountPoint, cb.res.CacheDir, 1)
 	}
-	var tCage, tRunsc, tPlain, tHard, tNode time.Duration
+	var tCage, tAttach, tRunsc, tPlain, tHard, tNode, tWarm, tCold time.Duration
+	npx := func(cache string) *exec.Cmd {
+		cmd := exec.Command("npx", "-y", everything)
+		cmd.Env = append(os.Environ(), "npm_config_cache="+cache, "npm_config_update_notifier=false")
+		return cmd
+	}
+	warm := b.TempDir()
+	firstToolsList(b, npx(warm)) // fills the warm cache
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		runs := []func(){
 			func() {
 				tCage += firstToolsList(b, cb.mcpcageRun(cb.bin))
 			},
+			func() {
+				tAttach += firstToolsList(b, cb.mcpcageRun(cb.bin, cage.EnvStdio+"=attach"))
+			},
+			func() { tWarm += firstToolsList(b, npx(warm)) },
+			func() { tCold += firstToolsList(b, npx(b.TempDir())) },
 			func() {
 				cmd := cb.mcpcageRun(cb.bin)
 				cmd.Env = append(cmd.Env, cage.EnvRuntime+"=runsc")
@@ -64,6 +79,9 @@ func BenchmarkStartup(b *testing.B) {
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
 	b.ReportMetric(ms(tCage), "mcpcage-ms")
+	b.ReportMetric(ms(tAttach), "mcpcage-attach-ms")
+	b.ReportMetric(ms(tWarm), "npx-warm-ms")
+	b.ReportMetric(ms(tCold), "npx-cold-ms")
 	b.ReportMetric(ms(tRunsc), "mcpcage-runsc-ms")
 	b.ReportMetric(ms(tPlain), "docker-run-ms")
 	b.ReportMetric(ms(tHard), "docker-hard-ms")
@@ -135,11 +153,39 @@ type cageBench struct {
 }
 
 // mcpcageRun is `BIN run -- npx -y` of the everything server, in the
-// benchmark's environment (bin is cb.bin or an older mcpcage to compare).
-func (cb *cageBench) mcpcageRun(bin string) *exec.Cmd {
+// benchmark's environment (bin is cb.bin or an older mcpcage to compare),
+// with env added.
+func (cb *cageBench) mcpcageRun(bin string, env ...string) *exec.Cmd {
 	cmd := exec.Command(bin, "run", "--", "npx", "-y", everything)
-	cmd.Env = cb.env
+	cmd.Env = append(append([]string(nil), cb.env...), env...)
 	return cmd
+}
+
+// directPipes is the everything server in a plain container whose stdin
+// and stdout are named pipes of a fresh folder (mcpcage's launcher opens
+// them, as in a cage, then runs the server): no proxy, no attach stream.
+// It returns the docker run and the folder, whose pipes the session opens.
+func (cb *cageBench) directPipes(b *testing.B) (*exec.Cmd, string) {
+	dir, err := os.MkdirTemp(b.TempDir(), "pipes-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []string{"in", "out"} {
+		if err := unix.Mkfifo(filepath.Join(dir, n), 0o666); err != nil {
+			b.Fatal(err)
+		}
+	}
+	res := cb.res
+	args := []string{"run", "--rm", "-v", res.CacheDir + ":" + res.MountPoint + ":ro", "-v", dir + ":/p:ro",
+		"-v", cb.bin + ":/.mcpcage/mcpcage:ro", "--entrypoint", "/.mcpcage/mcpcage"}
+	for _, e := range res.Env {
+		args = append(args, "-e", e)
+	}
+	args = append(args, res.ImageID, cage.LaunchCommand, "--dir", "/p", "--")
+	return exec.Command("docker", append(args, res.Command...)...), dir
 }
 
 func newCageBench(b *testing.B) *cageBench {
@@ -196,10 +242,16 @@ const cageCalls = 300
 
 // BenchmarkCagePerCall times 300 sequential tools/calls (echo) of the
 // everything server, through `mcpcage run -- npx -y PKG` (cage, proxy, pins,
-// scanner, audit log) and through a plain docker run -i of the same image,
-// command and cache mount, the ways in turn within each iteration. Startup
-// is not timed. per-call-ratio is mcpcage over docker-run; mcpcage-peak-rss-MB
-// is the mcpcage process's peak resident set (VmHWM, read before it exits).
+// scanner, audit log; its stdio on named pipes, as users get it here), the
+// same with the engine's attach stream (MCPCAGE_STDIO=attach), a plain
+// docker run -i of the same image, command and cache mount, and the server
+// in a plain container on named pipes with no proxy at all (direct-pipe:
+// the floor of any way through pipes), the ways in turn within each
+// iteration. Startup is not timed. per-call-ratio is mcpcage over
+// docker-run, attach-ratio mcpcage on the attach stream over docker-run;
+// each of those four ways also sends a burst of 300 calls at once
+// (calls/s); mcpcage-peak-rss-MB is the mcpcage process's peak resident set
+// (VmHWM, read before it exits).
 //
 // The third way is the floor of any proxy that keeps the audit promise (a
 // call's record on disk before its answer): the plain docker run -i, with
@@ -281,12 +333,16 @@ func BenchmarkCagePerCall(b *testing.B) {
 	// The ways' totals, in the order they are run.
 	const (
 		wCage = iota
+		wAttach
 		wPlain
+		wDirect
 		wFloor
 		wDsync
 		wBase
+		nWays
 	)
-	var tot [5]callRun
+	var tot [nWays]callRun
+	var burst [nWays]time.Duration // pipelined bursts of cageCalls calls
 	var rss int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -295,19 +351,36 @@ func BenchmarkCagePerCall(b *testing.B) {
 			tot[w].cpu += r.cpu
 			tot[w].selfCPU += r.selfCPU
 		}
+		pipelined := func(w int, cmd *exec.Cmd, pipes string) {
+			burst[w] += pipelinedCalls(b, cmd, cageCalls, 200, pipes).elapsed
+		}
 		runs := []func(){
 			func() {
-				r := sequentialCalls(b, cb.mcpcageRun(cb.bin), cageCalls, nil)
+				r := sequentialCalls(b, cb.mcpcageRun(cb.bin), cageCalls, nil, "")
 				add(wCage, r)
 				rss = max(rss, r.hwm)
+				pipelined(wCage, cb.mcpcageRun(cb.bin), "")
 			},
-			func() { add(wPlain, sequentialCalls(b, exec.Command("docker", plain...), cageCalls, nil)) },
-			func() { add(wFloor, sequentialCalls(b, exec.Command("docker", plain...), cageCalls, record)) },
-			func() { add(wDsync, sequentialCalls(b, exec.Command("docker", plain...), cageCalls, writeDsync)) },
+			func() {
+				add(wAttach, sequentialCalls(b, cb.mcpcageRun(cb.bin, cage.EnvStdio+"=attach"), cageCalls, nil, ""))
+				pipelined(wAttach, cb.mcpcageRun(cb.bin, cage.EnvStdio+"=attach"), "")
+			},
+			func() {
+				add(wPlain, sequentialCalls(b, exec.Command("docker", plain...), cageCalls, nil, ""))
+				pipelined(wPlain, exec.Command("docker", plain...), "")
+			},
+			func() {
+				cmd, dir := cb.directPipes(b)
+				add(wDirect, sequentialCalls(b, cmd, cageCalls, nil, dir))
+				cmd, dir = cb.directPipes(b)
+				pipelined(wDirect, cmd, dir)
+			},
+			func() { add(wFloor, sequentialCalls(b, exec.Command("docker", plain...), cageCalls, record, "")) },
+			func() { add(wDsync, sequentialCalls(b, exec.Command("docker", plain...), cageCalls, writeDsync, "")) },
 		}
 		if baseline != "" {
 			runs = append(runs, func() {
-				add(wBase, sequentialCalls(b, cb.mcpcageRun(baseline), cageCalls, nil))
+				add(wBase, sequentialCalls(b, cb.mcpcageRun(baseline), cageCalls, nil, ""))
 			})
 		}
 		for k := range runs {
@@ -317,8 +390,16 @@ func BenchmarkCagePerCall(b *testing.B) {
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(b.N*cageCalls) }
 	ratio := func(w int) float64 { return float64(tot[w].elapsed) / float64(tot[wPlain].elapsed) }
 	b.ReportMetric(us(tot[wCage].elapsed), "mcpcage-us/call")
+	b.ReportMetric(us(tot[wAttach].elapsed), "mcpcage-attach-us/call")
 	b.ReportMetric(us(tot[wPlain].elapsed), "docker-run-us/call")
+	b.ReportMetric(us(tot[wDirect].elapsed), "direct-pipe-us/call")
 	b.ReportMetric(ratio(wCage), "per-call-ratio")
+	b.ReportMetric(ratio(wAttach), "attach-ratio")
+	perSec := func(w int) float64 { return float64(b.N*cageCalls) / burst[w].Seconds() }
+	b.ReportMetric(perSec(wCage), "mcpcage-calls/s")
+	b.ReportMetric(perSec(wAttach), "mcpcage-attach-calls/s")
+	b.ReportMetric(perSec(wPlain), "docker-run-calls/s")
+	b.ReportMetric(perSec(wDirect), "direct-pipe-calls/s")
 	b.ReportMetric(us(tot[wFloor].elapsed), "floor-us/call")
 	b.ReportMetric(ratio(wFloor), "floor-ratio")
 	b.ReportMetric(ratio(wDsync), "dsync-floor-ratio")
@@ -330,6 +411,7 @@ func BenchmarkCagePerCall(b *testing.B) {
 	// for, and of one durable record (this process's CPU in a floor way
 	// less its CPU in the plain way, where it is only the client).
 	b.ReportMetric(us(tot[wCage].cpu), "mcpcage-cpu-us/call")
+	b.ReportMetric(us(tot[wAttach].cpu), "mcpcage-attach-cpu-us/call")
 	b.ReportMetric(us(tot[wPlain].cpu), "docker-cli-cpu-us/call")
 	b.ReportMetric(us(tot[wFloor].selfCPU-tot[wPlain].selfCPU), "record-cpu-us/call")
 	b.ReportMetric(us(tot[wDsync].selfCPU-tot[wPlain].selfCPU), "dsync-cpu-us/call")
@@ -365,7 +447,7 @@ func BenchmarkCageRSS(b *testing.B) {
 		}
 		for k := range bins {
 			k = (k + i) % len(bins)
-			p := pipelinedCalls(b, cb.mcpcageRun(bins[k]), 300, 64<<10)
+			p := pipelinedCalls(b, cb.mcpcageRun(bins[k]), 300, 64<<10, "")
 			if k == 0 {
 				peak = peak.max(p)
 			} else {
@@ -409,11 +491,11 @@ func (p rssPeak) max(q rssPeak) rssPeak {
 // with a message of size bytes each at once, reads their n answers, and
 // returns the process's peak resident set; /proc/PID/status is sampled
 // meanwhile for the file/anonymous split at the largest VmRSS seen.
-func pipelinedCalls(b *testing.B, cmd *exec.Cmd, n, size int) rssPeak {
+func pipelinedCalls(b *testing.B, cmd *exec.Cmd, n, size int, pipes string) rssPeak {
 	b.Helper()
 	b.StopTimer()
 	defer b.StartTimer()
-	sess := startSession(b, cmd)
+	sess := startSession(b, cmd, pipes)
 	defer sess.stop()
 	var peak rssPeak
 	sampled := make(chan struct{})
@@ -477,11 +559,11 @@ type callRun struct {
 // the handshake and the shutdown are not timed. With record, each call
 // starts a record as its request is sent and is done once the wait record
 // returned is over too.
-func sequentialCalls(b *testing.B, cmd *exec.Cmd, n int, record func() (wait func())) callRun {
+func sequentialCalls(b *testing.B, cmd *exec.Cmd, n int, record func() (wait func()), pipes string) callRun {
 	b.Helper()
 	b.StopTimer()
 	defer b.StartTimer()
-	sess := startSession(b, cmd)
+	sess := startSession(b, cmd, pipes)
 	defer sess.stop()
 	cpu0, self0 := cpuTime(b, cmd.Process.Pid), cpuTime(b, os.Getpid())
 	start := time.Now()
@@ -512,22 +594,36 @@ type benchSession struct {
 }
 
 // startSession starts cmd and runs the MCP handshake: initialize (id 1),
-// notifications/initialized, tools/list (id 2).
-func startSession(b *testing.B, cmd *exec.Cmd) *benchSession {
+// notifications/initialized, tools/list (id 2). With pipes (a folder
+// holding the named pipes in and out), the server's stdio is those pipes,
+// opened here, not cmd's.
+func startSession(b *testing.B, cmd *exec.Cmd, pipes string) *benchSession {
 	b.Helper()
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
+	var in io.WriteCloser
+	var out io.Reader
+	var err error
+	if pipes == "" {
+		if in, err = cmd.StdinPipe(); err != nil {
+			b.Fatal(err)
+		}
+		if out, err = cmd.StdoutPipe(); err != nil {
+			b.Fatal(err)
+		}
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := &benchSession{b: b, cmd: cmd, in: in, stderr: &cageBuffer{}}
+	s := &benchSession{b: b, cmd: cmd, stderr: &cageBuffer{}}
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
+	if pipes != "" {
+		if in, err = os.OpenFile(filepath.Join(pipes, "in"), os.O_WRONLY, 0); err != nil {
+			b.Fatal(err)
+		}
+		if out, err = os.OpenFile(filepath.Join(pipes, "out"), os.O_RDONLY, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.in = in
 	s.rd = bufio.NewReaderSize(out, 1<<20)
 	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
 	s.waitFor("1")

@@ -81,9 +81,21 @@ func stateDir(t *testing.T) string {
 }
 
 func testEnv(dir string, extra ...string) []string {
-	env := append(os.Environ(), "MCPCAGE_HOME="+filepath.Join(dir, "mcpcage"), "HOME="+filepath.Join(dir, "home"), "NO_COLOR=1")
+	bin, err := staticMcpcage()
+	if err != nil {
+		panic(err)
+	}
+	env := append(os.Environ(), "MCPCAGE_HOME="+filepath.Join(dir, "mcpcage"), "HOME="+filepath.Join(dir, "home"), "NO_COLOR=1",
+		cage.EnvGatewayBinary+"="+bin)
 	return append(env, extra...)
 }
+
+// staticMcpcage is mcpcage built as users get it (static): the test binary,
+// which runs as mcpcage in these tests, is linked with cgo, and the cage's
+// launcher and the egress gateway run mcpcage's binary in the container.
+// Every run in the tests then takes the way users' runs take (stdio on
+// named pipes, stdioWay).
+var staticMcpcage = sync.OnceValues(func() (string, error) { return cagetest.StaticMcpcage(context.Background()) })
 
 // caged connects the official go-sdk client to `mcpcage run ARGS`, the
 // binary as a client config would start it.

@@ -63,7 +63,7 @@ type Hooks struct {
 func newCommands(io *IOStreams, h Hooks) []*cobra.Command {
 	return []*cobra.Command{
 		newRunCmd(io), newProtectCmd(io, h), newUnwrapCmd(io, h), newPsCmd(io), newPinsCmd(io), newDiffCmd(io),
-		newApproveCmd(io), newScanCmd(io), newAuditCmd(io), newImagesCmd(io), newEgressGatewayCmd(io), newEgressShimCmd(io),
+		newApproveCmd(io), newScanCmd(io), newAuditCmd(io), newImagesCmd(io), newEgressGatewayCmd(io), newEgressShimCmd(io), newStdioLaunchCmd(io),
 	}
 }
 

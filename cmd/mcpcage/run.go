@@ -48,6 +48,7 @@ type RunOptions struct {
 	AllowScripts bool
 	AllowDeps    []string
 	Runtime      string
+	Stdio        string
 	StartTimeout time.Duration
 	Home         string // --home: the state directory, in place of $MCPCAGE_HOME
 	Guard        GuardFlags
@@ -142,6 +143,7 @@ the server was killed for using too much memory.`,
 	fs.BoolVar(&opts.Update, "update", false, "resolve and install the package anew instead of the cached version")
 	fs.BoolVar(&opts.AllowScripts, "allow-scripts", false, "run the package's install scripts (inside the install container)")
 	fs.StringVar(&opts.Runtime, "runtime", "", "the engine's OCI `runtime` for the server's container, e.g. runsc (gVisor); default $"+cage.EnvRuntime+", else the engine's default")
+	fs.StringVar(&opts.Stdio, "stdio", "", "how the server's stdin and stdout travel: auto (named pipes where the engine shares them, else the engine's attach stream), pipes or attach; default $"+cage.EnvStdio+", else auto")
 	fs.StringArrayVar(&opts.AllowDeps, "allow-dependency", nil, "let the npm package `NAME` of the installed tree come from elsewhere than the registry (a tarball URL, git) or under another name (an alias) (repeatable)")
 	fs.DurationVar(&opts.StartTimeout, "start-timeout", 30*time.Second, "how long to wait for the server's first answer before giving up")
 	fs.StringVar(&opts.Home, "home", "", "mcpcage's state `directory` (pins, audit, packages), in place of $MCPCAGE_HOME; protect --fix writes it when yours is not ~/.mcpcage")
@@ -178,7 +180,7 @@ func (opts *RunOptions) request() plan.Request {
 		Command: opts.Command, Image: opts.Image, Name: opts.Name,
 		AllowNet: opts.AllowNet, AllowHosts: opts.AllowHosts, AllowPrivate: opts.AllowPrivate, EgressNetwork: opts.EgressNetwork,
 		Mounts: opts.Mounts, Env: opts.Env, Memory: opts.Memory, Pids: opts.Pids, CPUs: opts.CPUs, TmpSize: opts.TmpSize,
-		MaxLine: opts.MaxLine, StartTimeout: opts.StartTimeout, Runtime: opts.Runtime, ListOnly: opts.ListOnly,
+		MaxLine: opts.MaxLine, StartTimeout: opts.StartTimeout, Runtime: opts.Runtime, Stdio: opts.Stdio, ListOnly: opts.ListOnly,
 		LookupEnv: opts.LookupEnv, UserHome: userHome, Dir: cwd,
 	}
 }
@@ -416,7 +418,7 @@ func upCage(ctx context.Context, opts *RunOptions, p *runPlan, g *guard.Guard) (
 		Name: p.Name, Command: p.Cmd, Program: p.Prog, Mounts: p.Mounts,
 		StateDir: p.StateDir, Sockets: p.Sockets, Env: p.Env, WorkDir: p.WorkDir,
 		AllowNet: opts.AllowNet, Memory: p.Memory, Pids: opts.Pids, CPUs: opts.CPUs, TmpSize: p.TmpSize,
-		Update: opts.Update, AllowScripts: opts.AllowScripts, AllowDeps: opts.AllowDeps, LegacyOwner: legacyOwner, Runtime: p.Runtime,
+		Update: opts.Update, AllowScripts: opts.AllowScripts, AllowDeps: opts.AllowDeps, LegacyOwner: legacyOwner, Runtime: p.Runtime, Stdio: p.Stdio,
 		Egress: p.Egress, EgressNetwork: p.EgressNet, Log: opts.IO.ErrOut, Progress: opts.IO.Reporter(), ScratchHome: opts.ScratchHome,
 	}
 	switch {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/mcpcage/mcpcage/internal/cage"
 )
 
 // scriptCommands are the programs testscript scripts can exec besides mcpcage
@@ -49,6 +51,11 @@ func TestScripts(t *testing.T) {
 			env.Setenv("MCPCAGE_HOME", env.WorkDir+"/.mcpcage")
 			env.Setenv("HOME", env.WorkDir+"/home")
 			env.Setenv("NO_COLOR", "1")
+			bin, err := staticMcpcage()
+			if err != nil {
+				return err
+			}
+			env.Setenv(cage.EnvGatewayBinary, bin)
 			// The test's mcpcage lives in a temporary folder, which protect
 			// --fix refuses to write into configs unless told.
 			env.Setenv("MCPCAGE_ALLOW_TEMP_EXE", "1")

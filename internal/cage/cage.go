@@ -117,6 +117,9 @@ type Spec struct {
 	// is gVisor (CheckRuntime): the profile is GVisorSeccompProfile.
 	Runtime string
 	GVisor  bool
+	// Stdio, when not nil, gives the server named pipes for stdin and
+	// stdout in place of the engine's attach stream (stdio.go).
+	Stdio *CageStdio
 	// Log receives the cage's own hints (a write to a read-only place); nil: none.
 	Log io.Writer
 }
@@ -320,9 +323,10 @@ type Cage struct {
 	name   string
 	spec   Spec
 	hijack types.HijackedResponse
-	stdin  *stdinConn
-	stdout *io.PipeReader
+	stdin  io.WriteCloser
+	stdout io.Reader
 	stderr *io.PipeReader
+	pipes  *stdioPipes // the stdio pipes (Spec.Stdio); nil on the attach stream
 
 	done     chan struct{} // closed when the container has stopped
 	exitCode int
@@ -367,8 +371,26 @@ func start(ctx context.Context, cli *client.Client, spec Spec, tweak func(*conta
 			return nil, err
 		}
 	}
+	var pipes *stdioPipes
+	if spec.Stdio != nil {
+		var err error
+		if pipes, err = newStdioPipes(spec.Stdio.Dir); err != nil {
+			return nil, err
+		}
+		spec.Stdio = &CageStdio{Binary: spec.Stdio.Binary, Dir: pipes.dir}
+		if err := behindLauncher(ctx, cli, &spec); err != nil {
+			pipes.remove()
+			return nil, err
+		}
+	}
 	cfg, hc, err := configs(ctx, cli, spec)
 	if err != nil {
+		return nil, err
+	}
+	if err != nil {
+		if pipes != nil {
+			pipes.remove()
+		}
 		return nil, err
 	}
 	if tweak != nil {
@@ -377,6 +399,9 @@ func start(ctx context.Context, cli *client.Client, spec Spec, tweak func(*conta
 	name := "mcpcage-" + strings.ToLower(spec.Name) + "-" + randomHex(3)
 	created, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
 	if err != nil {
+		if pipes != nil {
+			pipes.remove()
+		}
 		if cerrdefs.IsNotFound(err) {
 			return nil, &ImageMissingError{Image: spec.Image}
 		}
@@ -385,21 +410,28 @@ func start(ctx context.Context, cli *client.Client, spec Spec, tweak func(*conta
 		}
 		return nil, fmt.Errorf("cannot create the container for %q: %s", spec.Name, oneLine(err))
 	}
-	c := &Cage{cli: cli, id: created.ID, name: name, spec: spec, done: make(chan struct{}), demuxed: make(chan struct{})}
+	c := &Cage{cli: cli, id: created.ID, name: name, spec: spec, pipes: pipes, done: make(chan struct{}), demuxed: make(chan struct{})}
 	fail := func(err error) (*Cage, error) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 		defer cancel()
 		_ = cli.ContainerRemove(rctx, c.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if pipes != nil {
+			pipes.close()
+			pipes.remove()
+		}
 		return nil, err
 	}
-	c.hijack, err = cli.ContainerAttach(ctx, c.id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	// On pipes the attach stream carries stderr alone.
+	c.hijack, err = cli.ContainerAttach(ctx, c.id, container.AttachOptions{Stream: true, Stdin: pipes == nil, Stdout: pipes == nil, Stderr: true})
 	if err != nil {
 		return fail(fmt.Errorf("cannot attach to the container for %q: %s", spec.Name, oneLine(err)))
 	}
-	c.stdin = &stdinConn{h: &c.hijack}
 	outR, outW := io.Pipe()
 	errR, errW := io.Pipe()
-	c.stdout, c.stderr = outR, errR
+	c.stdin, c.stdout, c.stderr = &stdinConn{h: &c.hijack}, outR, errR
+	if pipes != nil {
+		c.stdin, c.stdout = pipes.in, pipes.out
+	}
 	var errDst io.Writer = errW
 	if spec.Log != nil {
 		w := &roWatcher{next: errW, log: spec.Log, name: spec.Name, seen: map[string]bool{}, writable: []string{"/tmp"}}
@@ -423,12 +455,20 @@ func start(ctx context.Context, cli *client.Client, spec Spec, tweak func(*conta
 		c.hijack.Close()
 		return fail(fmt.Errorf("cannot start %q: %s", spec.Name, oneLine(err)))
 	}
+	if pipes != nil {
+		pipes.open()
+	}
 	go c.wait()
 	return c, nil
 }
 
 func (c *Cage) wait() {
 	defer close(c.done)
+	if c.pipes != nil {
+		// Once the container has stopped nothing in it holds a pipe: an
+		// open still waiting never returns by itself.
+		defer c.pipes.unblock()
+	}
 	ctx := context.Background()
 	statusCh, errCh := c.cli.ContainerWait(ctx, c.id, container.WaitConditionNotRunning)
 	select {
@@ -525,11 +565,11 @@ func configs(ctx context.Context, cli client.APIClient, spec Spec) (*container.C
 		WorkingDir:   spec.WorkingDir,
 		Env:          env,
 		User:         User(),
-		AttachStdin:  true,
-		AttachStdout: true,
+		AttachStdin:  spec.Stdio == nil,
+		AttachStdout: spec.Stdio == nil,
 		AttachStderr: true,
-		OpenStdin:    true,
-		StdinOnce:    true,
+		OpenStdin:    spec.Stdio == nil,
+		StdinOnce:    spec.Stdio == nil,
 		Labels:       labels,
 	}
 	var mounts []mount.Mount
@@ -570,14 +610,26 @@ func configs(ctx context.Context, cli client.APIClient, spec Spec) (*container.C
 	if spec.AllowNet {
 		hc.NetworkMode = "bridge"
 	}
+	if spec.Egress != nil || spec.Stdio != nil {
+		bin := ""
+		if spec.Egress != nil {
+			bin = spec.Egress.Binary
+		} else {
+			bin = spec.Stdio.Binary
+		}
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: bin, Target: ShimBinary, ReadOnly: true,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
+	}
+	if s := spec.Stdio; s != nil {
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: s.Dir, Target: StdioDir, ReadOnly: true,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
+	}
 	if e := spec.Egress; e != nil {
 		// The shim serves DNS and the allowed ports on the loopback
 		// address: a namespace of the cage's own, so low ports harm no one.
 		hc.DNS = []string{ShimAddr}
 		hc.Sysctls = map[string]string{"net.ipv4.ip_unprivileged_port_start": "0"}
 		hc.Mounts = append(hc.Mounts,
-			mount.Mount{Type: mount.TypeBind, Source: e.Binary, Target: ShimBinary, ReadOnly: true,
-				BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}},
 			mount.Mount{Type: mount.TypeBind, Source: e.Pipes, Target: ShimPipes, ReadOnly: true,
 				BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
 	}
@@ -648,6 +700,10 @@ func (c *Cage) Stop(ctx context.Context) error {
 			c.stopErr = fmt.Errorf("cannot remove container %s: %s", c.name, oneLine(err))
 		}
 		c.hijack.Close()
+		if c.pipes != nil {
+			c.pipes.close()
+			c.pipes.remove()
+		}
 		t := time.NewTimer(10 * time.Second)
 		defer t.Stop()
 		select {

@@ -34,6 +34,10 @@ type engine struct {
 	// Private are folders of the engine's besides its sockets' (its
 	// runtime state, containerd's socket), kept from cages like them.
 	Private []string
+	// VM engines run their containers in a virtual machine: a named pipe
+	// of this machine is not one of theirs, so the cage's stdio takes the
+	// attach stream (stdioWay).
+	VM bool
 }
 
 // engines is the table discovery (findDockerHost) and masking
@@ -44,13 +48,13 @@ var engines = []engine{
 		Private: []string{"/var/run/docker", "/run/docker", "/run/containerd", "/var/run/containerd"}},
 	{Name: "rootless Docker", Sockets: []string{"$XDG_RUNTIME_DIR/docker.sock"},
 		Private: []string{"$XDG_RUNTIME_DIR/dockerd-rootless", "$XDG_RUNTIME_DIR/docker"}},
-	{Name: "Docker Desktop", Sockets: []string{"~/.docker/run/docker.sock", "~/.docker/desktop/docker.sock"}},
-	{Name: "Colima", Sockets: []string{"~/.colima/default/docker.sock", "~/.config/colima/default/docker.sock"}},
-	{Name: "OrbStack", Sockets: []string{"~/.orbstack/run/docker.sock"}},
-	{Name: "Rancher Desktop", Sockets: []string{"~/.rd/docker.sock"}},
+	{Name: "Docker Desktop", Sockets: []string{"~/.docker/run/docker.sock", "~/.docker/desktop/docker.sock"}, VM: true},
+	{Name: "Colima", Sockets: []string{"~/.colima/default/docker.sock", "~/.config/colima/default/docker.sock"}, VM: true},
+	{Name: "OrbStack", Sockets: []string{"~/.orbstack/run/docker.sock"}, VM: true},
+	{Name: "Rancher Desktop", Sockets: []string{"~/.rd/docker.sock"}, VM: true},
 	{Name: "Podman", Sockets: []string{"/run/podman/podman.sock", "/var/run/podman/podman.sock"}, System: true},
 	{Name: "rootless Podman", Sockets: []string{"$XDG_RUNTIME_DIR/podman/podman.sock"}},
-	{Name: "Podman machine", Sockets: []string{"~/.local/share/containers/podman/machine/podman.sock", "~/.local/share/containers/podman/machine/qemu/podman.sock"}},
+	{Name: "Podman machine", Sockets: []string{"~/.local/share/containers/podman/machine/podman.sock", "~/.local/share/containers/podman/machine/qemu/podman.sock"}, VM: true},
 }
 
 // expand resolves a table path for this user; "" when it cannot (no home).
@@ -102,6 +106,18 @@ func discover(defaultSocket string, table []engine) string {
 		}
 	}
 	return ""
+}
+
+// engineInVM says whether the engine at a unix:// address is one of the
+// table's that run their containers in a VM.
+func engineInVM(host string) bool {
+	name := engineName(host)
+	for _, e := range engines {
+		if e.Name == name && e.VM {
+			return true
+		}
+	}
+	return false
 }
 
 // engineName names the engine at a unix:// address from the table ("" when

@@ -646,17 +646,16 @@ type CageEgress struct {
 	Ports  []int  // the policy's ports
 }
 
-// behindShim makes the shim the cage's entrypoint, with the server's own
-// command (the image's, where the spec gives none) after it.
-func behindShim(ctx context.Context, cli *client.Client, spec *Spec) error {
+// commandOf is the command the cage runs: the spec's, else the image's.
+func commandOf(ctx context.Context, cli *client.Client, spec *Spec) ([]string, error) {
 	ep, args := spec.Entrypoint, spec.Cmd
 	if ep == nil {
 		info, err := cli.ImageInspect(ctx, spec.Image)
 		if err != nil {
 			if cerrdefs.IsNotFound(err) {
-				return &ImageMissingError{Image: spec.Image}
+				return nil, &ImageMissingError{Image: spec.Image}
 			}
-			return fmt.Errorf("cannot inspect image %s: %s", spec.Image, oneLine(err))
+			return nil, fmt.Errorf("cannot inspect image %s: %s", spec.Image, oneLine(err))
 		}
 		if info.Config != nil {
 			ep = info.Config.Entrypoint
@@ -667,13 +666,35 @@ func behindShim(ctx context.Context, cli *client.Client, spec *Spec) error {
 	}
 	argv := append(append([]string(nil), ep...), args...)
 	if len(argv) == 0 {
-		return fmt.Errorf("image %s names no command to run, and none was given", spec.Image)
+		return nil, fmt.Errorf("image %s names no command to run, and none was given", spec.Image)
+	}
+	return argv, nil
+}
+
+// behindShim makes the shim the cage's entrypoint, with the server's own
+// command (the image's, where the spec gives none) after it.
+func behindShim(ctx context.Context, cli *client.Client, spec *Spec) error {
+	argv, err := commandOf(ctx, cli, spec)
+	if err != nil {
+		return err
 	}
 	shim := []string{ShimBinary, egress.ShimCommand, "--pipes", ShimPipes}
 	for _, p := range spec.Egress.Ports {
 		shim = append(shim, "--port", strconv.Itoa(p))
 	}
 	spec.Entrypoint = append(shim, "--")
+	spec.Cmd = argv
+	return nil
+}
+
+// behindLauncher makes the stdio launcher the cage's entrypoint (before the
+// egress shim, when there is one), with what it runs after it.
+func behindLauncher(ctx context.Context, cli *client.Client, spec *Spec) error {
+	argv, err := commandOf(ctx, cli, spec)
+	if err != nil {
+		return err
+	}
+	spec.Entrypoint = []string{ShimBinary, LaunchCommand, "--dir", StdioDir, "--"}
 	spec.Cmd = argv
 	return nil
 }

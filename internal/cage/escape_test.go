@@ -66,6 +66,15 @@ func startProbe(t *testing.T, cli *client.Client, spec Spec, tweak func(*contain
 		spec.Runtime = os.Getenv("MCPCAGE_TEST_RUNTIME")
 		spec.GVisor = gvisor()
 	}
+	// The server's stdio on named pipes, as `mcpcage run` gives it where
+	// the engine shares them (stdioWay); gVisor keeps the attach stream.
+	if !spec.GVisor && spec.Stdio == nil {
+		bin, err := cagetest.StaticMcpcage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.Stdio = &CageStdio{Binary: bin, Dir: t.TempDir()}
+	}
 	c, err := start(ctx, cli, spec, tweak)
 	if err != nil {
 		t.Fatalf("start: %v", err)
@@ -693,4 +702,28 @@ func TestEscapeWritablePlaces(t *testing.T) {
 	// Control: Docker's default /dev/shm (64 MiB) takes the same 8 MiB.
 	open := startProbe(t, cli, Spec{Image: img}, func(_ *container.Config, hc *container.HostConfig) { hc.ShmSize = 0 })
 	open.escapes("fill", "/dev/shm/f:"+fmt.Sprint(8<<20))
+}
+
+// TestEscapeStdioFolder: the folder of the stdio pipes is the cage's
+// stdin and stdout and nothing more: read-only (nothing can be planted
+// beside the pipes), holding the two pipes alone, and mcpcage's state
+// around it is not in the cage.
+func TestEscapeStdioFolder(t *testing.T) {
+	if gvisor() {
+		t.Skip("under gVisor the stdio is the attach stream (stdioWay): no folder")
+	}
+	cli, img := dockerAndProbe(t)
+	p := startProbe(t, cli, Spec{Image: img}, nil)
+	if p.cage.pipes == nil {
+		t.Fatal("the probe is not on pipes")
+	}
+	if r := p.probe("write", StdioDir+"/planted"); r.Escaped {
+		t.Errorf("wrote into the stdio folder: %s", r.Detail)
+	}
+	if r := p.probe("read", StdioDir); r.Detail != "2 entries" {
+		t.Errorf("the stdio folder holds %s, want the two pipes", r.Detail)
+	}
+	if r := p.probe("read", filepath.Dir(p.cage.pipes.dir)); r.Escaped {
+		t.Errorf("the host's folder of the pipes is in the cage: %s", r.Detail)
+	}
 }

@@ -59,6 +59,10 @@ type Plan struct {
 	// ("runsc": gVisor); "" for the engine's default. A runtime the engine
 	// does not have is refused before anything starts.
 	Runtime string
+	// Stdio is how the server's stdin and stdout travel: StdioAuto ("")
+	// named pipes where the engine shares them, else the attach stream;
+	// StdioPipes or StdioAttach forces one (stdioWay).
+	Stdio string
 	// Launched, when set, hears what runs once the install phase knows
 	// it, before the server starts (the audit's session_start).
 	Launched func(launch.Launch)
@@ -156,6 +160,13 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 			return fail(err, "%s", RuntimeHint(p.Runtime))
 		}
 	}
+	way, why, err := stdioWay(p.Stdio, cli.DaemonHost(), gvisor, GatewayUsable())
+	if err != nil {
+		return fail(err, "leave --stdio out (auto), or give --stdio attach")
+	}
+	if way == StdioAttach && p.Progress != nil && p.Progress.Mode() == progress.Plain {
+		untrusted.Fprintf(log, "mcpcage: the server's stdio goes through the engine's attach stream: %s\n", why)
+	}
 	if removed, err := Reap(ctx, cli); err != nil {
 		untrusted.Fprintf(log, "mcpcage: warning: %v\n", err)
 	} else if len(removed) > 0 {
@@ -164,6 +175,7 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 	if p.StateDir != "" {
 		// The pipes of sessions that ended without their stop (SIGKILL).
 		reapPipes(filepath.Join(p.StateDir, "egress"))
+		reapPipes(filepath.Join(p.StateDir, "stdio"))
 	}
 	session := NewSession()
 	// The cage, once started: the end of the gateway's events stops it.
@@ -300,6 +312,19 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 		if gerr != nil {
 			return fail(gerr, "")
 		}
+	}
+	if way == StdioPipes {
+		bin, err := GatewayBinary()
+		if err != nil {
+			return fail(err, "")
+		}
+		base := filepath.Join(p.StateDir, "stdio")
+		if p.StateDir == "" {
+			if base, err = home.Sub("stdio"); err != nil {
+				return fail(err, "")
+			}
+		}
+		spec.Stdio = &CageStdio{Binary: bin, Dir: base}
 	}
 	if p.Launched != nil {
 		p.Launched(l)

@@ -47,6 +47,7 @@ type Request struct {
 	MaxLine       string
 	StartTimeout  time.Duration
 	Runtime       string
+	Stdio         string // --stdio: auto, pipes or attach ("": MCPCAGE_STDIO, else auto)
 	// ListOnly plans a session that only lists (scan, protect --inspect,
 	// protect's report): a --env path that does not exist yet is not
 	// refused.
@@ -81,6 +82,7 @@ type Plan struct {
 	Egress    *egress.Policy
 	EgressNet string
 	Runtime   string // the OCI runtime ("" for the engine's default)
+	Stdio     string // how the server's stdio travels (cage.StdioAuto, StdioPipes, StdioAttach)
 	// AllowNet gives the cage the engine's bridge, fully open; AllowHosts
 	// are the --allow-host hosts as written.
 	AllowNet   bool
@@ -286,6 +288,15 @@ func Make(req Request) (*Plan, error) {
 		return nil, err
 	}
 	p.AllowNet, p.AllowHosts = req.AllowNet, req.AllowHosts
+	p.Stdio = req.Stdio
+	if p.Stdio == "" {
+		p.Stdio = os.Getenv(cage.EnvStdio)
+	}
+	switch p.Stdio {
+	case "", cage.StdioAuto, cage.StdioPipes, cage.StdioAttach:
+	default:
+		return nil, usageHint(fmt.Errorf("--stdio %q is not a way", p.Stdio), "write --stdio auto, pipes or attach (or leave it out)")
+	}
 	p.Runtime = req.Runtime
 	if p.Runtime == "" {
 		p.Runtime = os.Getenv(cage.EnvRuntime)
