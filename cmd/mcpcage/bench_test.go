@@ -177,6 +177,10 @@ func (cb *cageBench) directPipes(b *testing.B) (*exec.Cmd, string) {
 		if err := unix.Mkfifo(filepath.Join(dir, n), 0o666); err != nil {
 			b.Fatal(err)
 		}
+		// The umask took bits off; the image's user is not root.
+		if err := os.Chmod(filepath.Join(dir, n), 0o666); err != nil {
+			b.Fatal(err)
+		}
 	}
 	res := cb.res
 	args := []string{"run", "--rm", "-v", res.CacheDir + ":" + res.MountPoint + ":ro", "-v", dir + ":/p:ro",
@@ -616,11 +620,23 @@ func startSession(b *testing.B, cmd *exec.Cmd, pipes string) *benchSession {
 		b.Fatal(err)
 	}
 	if pipes != "" {
-		if in, err = os.OpenFile(filepath.Join(pipes, "in"), os.O_WRONLY, 0); err != nil {
-			b.Fatal(err)
-		}
-		if out, err = os.OpenFile(filepath.Join(pipes, "out"), os.O_RDONLY, 0); err != nil {
-			b.Fatal(err)
+		// Each open waits for the server's; a server that never starts
+		// would leave it waiting forever.
+		opened := make(chan error, 1)
+		go func() {
+			var err error
+			if in, err = os.OpenFile(filepath.Join(pipes, "in"), os.O_WRONLY, 0); err == nil {
+				out, err = os.OpenFile(filepath.Join(pipes, "out"), os.O_RDONLY, 0)
+			}
+			opened <- err
+		}()
+		select {
+		case err := <-opened:
+			if err != nil {
+				b.Fatal(err)
+			}
+		case <-time.After(time.Minute):
+			b.Fatalf("%v: the server did not open its pipes in a minute\n%s", cmd.Args, s.stderr.String())
 		}
 	}
 	s.in = in
