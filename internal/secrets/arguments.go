@@ -46,17 +46,22 @@ var Kinds = []string{KindPrivateKey, KindGitHub, KindAWS, KindAnthropic, KindOpe
 // in a lower-cased copy of the text), so a shape's expression runs only
 // where an anchor occurs, held to start there (at): a string of 64 KiB is
 // read by a few byte searches, not by nine regular expressions.
-var argShapes = []argShape{
-	newArgShape(KindPrivateKey, `(?i)-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----\s*(?:Proc-Type:|[A-Za-z0-9+/=]{16,})`, 0, false, "-----begin "),
-	newArgShape(KindGitHub, `(?i)gh[pousr]_([A-Za-z0-9]{30,255})\b`, 1, false, "ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-	newArgShape(KindGitHub, `(?i)github_pat_([A-Za-z0-9_]{30,255})\b`, 1, false, "github_pat_"),
-	newArgShape(KindAWS, `(?i)(?:AKIA|ASIA)([0-9A-Z]{16})\b`, 1, false, "akia", "asia"),
-	newArgShape(KindAnthropic, `(?i)sk-ant-([A-Za-z0-9_\-]{20,})`, 1, false, "sk-ant-"),
-	newArgShape(KindOpenAI, `(?i)sk-(?:proj|svcacct|admin)-([A-Za-z0-9_\-]{20,})`, 1, false, "sk-proj-", "sk-svcacct-", "sk-admin-"),
-	newArgShape(KindOpenAI, `(?i)sk-([A-Za-z0-9_\-]{20,})`, 1, true, "sk-"),
-	newArgShape(KindSlack, `(?i)(?:xox[abprs]|xapp)-([A-Za-z0-9\-]{10,})`, 1, false, "xox", "xapp-"),
-	newArgShape(KindStripe, `(?i)(?:sk|rk)_(?:live|test)_([A-Za-z0-9]{10,})`, 1, false, "sk_", "rk_"),
-}
+//
+// Compiled on first use (argShapes()), not at load: every mcpcage process
+// loads this package, the cage's launcher and egress shim among them.
+var argShapes = sync.OnceValue(func() []argShape {
+	return []argShape{
+		newArgShape(KindPrivateKey, `(?i)-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----\s*(?:Proc-Type:|[A-Za-z0-9+/=]{16,})`, 0, false, "-----begin "),
+		newArgShape(KindGitHub, `(?i)gh[pousr]_([A-Za-z0-9]{30,255})\b`, 1, false, "ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+		newArgShape(KindGitHub, `(?i)github_pat_([A-Za-z0-9_]{30,255})\b`, 1, false, "github_pat_"),
+		newArgShape(KindAWS, `(?i)(?:AKIA|ASIA)([0-9A-Z]{16})\b`, 1, false, "akia", "asia"),
+		newArgShape(KindAnthropic, `(?i)sk-ant-([A-Za-z0-9_\-]{20,})`, 1, false, "sk-ant-"),
+		newArgShape(KindOpenAI, `(?i)sk-(?:proj|svcacct|admin)-([A-Za-z0-9_\-]{20,})`, 1, false, "sk-proj-", "sk-svcacct-", "sk-admin-"),
+		newArgShape(KindOpenAI, `(?i)sk-([A-Za-z0-9_\-]{20,})`, 1, true, "sk-"),
+		newArgShape(KindSlack, `(?i)(?:xox[abprs]|xapp)-([A-Za-z0-9\-]{10,})`, 1, false, "xox", "xapp-"),
+		newArgShape(KindStripe, `(?i)(?:sk|rk)_(?:live|test)_([A-Za-z0-9]{10,})`, 1, false, "sk_", "rk_"),
+	}
+})
 
 type argShape struct {
 	kind    string
@@ -502,8 +507,9 @@ func (w *argWalk) check(s []byte) {
 // returns whether a probe hit.
 func (w *argWalk) match(s []byte) bool {
 	w.low = asciiLower(w.low[:0], s)
-	for i := range argShapes {
-		sh := &argShapes[i]
+	all := argShapes()
+	for i := range all {
+		sh := &all[i]
 		if sh.find(s, w.low, w.next[:]) && w.add(ArgFinding{Kind: sh.kind}) {
 			return true
 		}

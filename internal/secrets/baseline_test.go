@@ -17,7 +17,7 @@ import (
 // shape has one.
 var baseShapes = func() []*regexp.Regexp {
 	var out []*regexp.Regexp
-	for _, sh := range argShapes {
+	for _, sh := range argShapes() {
 		expr := sh.re.String()
 		if sh.word {
 			expr = `(?i)\b` + strings.TrimPrefix(expr, "(?i)")
@@ -172,7 +172,7 @@ func (w *baseWalk) check(path []byte, s string, split bool) {
 }
 
 func (w *baseWalk) match(p, s string, split bool) {
-	for i, sh := range argShapes {
+	for i, sh := range argShapes() {
 		for _, m := range baseShapes[i].FindAllStringSubmatchIndex(s, 4) {
 			if sh.tok > 0 && !tokenLike(s[m[2*sh.tok]:m[2*sh.tok+1]]) && !(sh.kind == KindAWS && awsExact([]byte(s), m[0], m[1])) {
 				continue

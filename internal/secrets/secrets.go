@@ -30,6 +30,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Finding is one secret found in a configuration entry.
@@ -46,17 +47,20 @@ type shape struct {
 }
 
 // Order matters: the Anthropic shape must be tried before OpenAI's sk-.
-var shapes = []shape{
-	{"private key", regexp.MustCompile(`-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY)-----`), 0},
-	{"GitHub token", regexp.MustCompile(`\b(gh[pousr]_)[A-Za-z0-9]{30,255}\b`), 1},
-	{"GitHub token", regexp.MustCompile(`\b(github_pat_)[A-Za-z0-9_]{30,255}\b`), 1},
-	{"AWS access key id", regexp.MustCompile(`\b((?:AKIA|ASIA))[0-9A-Z]{16}\b`), 1},
-	{"Anthropic API key", regexp.MustCompile(`\b(sk-ant-)[A-Za-z0-9_\-]{20,}`), 1},
-	{"OpenAI API key", regexp.MustCompile(`\b(sk-(?:proj-|svcacct-|admin-)?)[A-Za-z0-9_\-]{20,}`), 1},
-	{"Slack token", regexp.MustCompile(`\b(xox[abprs]-|xapp-)[A-Za-z0-9\-]{10,}`), 1},
-	{"Stripe key", regexp.MustCompile(`\b((?:sk|rk)_(?:live|test)_)[A-Za-z0-9]{10,}`), 1},
-	{"password in a URL", regexp.MustCompile(`\b([a-zA-Z][a-zA-Z0-9+.\-]*://[^/:@\s]*:)[^@/\s]+@`), 1},
-}
+// Compiled on first use, not at load (see argShapes).
+var shapes = sync.OnceValue(func() []shape {
+	return []shape{
+		{"private key", regexp.MustCompile(`-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY)-----`), 0},
+		{"GitHub token", regexp.MustCompile(`\b(gh[pousr]_)[A-Za-z0-9]{30,255}\b`), 1},
+		{"GitHub token", regexp.MustCompile(`\b(github_pat_)[A-Za-z0-9_]{30,255}\b`), 1},
+		{"AWS access key id", regexp.MustCompile(`\b((?:AKIA|ASIA))[0-9A-Z]{16}\b`), 1},
+		{"Anthropic API key", regexp.MustCompile(`\b(sk-ant-)[A-Za-z0-9_\-]{20,}`), 1},
+		{"OpenAI API key", regexp.MustCompile(`\b(sk-(?:proj-|svcacct-|admin-)?)[A-Za-z0-9_\-]{20,}`), 1},
+		{"Slack token", regexp.MustCompile(`\b(xox[abprs]-|xapp-)[A-Za-z0-9\-]{10,}`), 1},
+		{"Stripe key", regexp.MustCompile(`\b((?:sk|rk)_(?:live|test)_)[A-Za-z0-9]{10,}`), 1},
+		{"password in a URL", regexp.MustCompile(`\b([a-zA-Z][a-zA-Z0-9+.\-]*://[^/:@\s]*:)[^@/\s]+@`), 1},
+	}
+})
 
 var secretName = regexp.MustCompile(`(?i)(token|key|secret|passw(or)?d|credential|^authorization$|^cookie$|^x-api-key$)`)
 
@@ -73,7 +77,7 @@ func SecretName(name string) bool {
 // Check looks at one value and the name it is stored under ("" when it has
 // none). It returns the kind of secret and its redacted form.
 func Check(name, value string) (kind, redacted string, ok bool) {
-	for _, s := range shapes {
+	for _, s := range shapes() {
 		if m := s.re.FindStringSubmatch(value); m != nil {
 			if s.prefix == 0 {
 				return s.kind, "-----BEGIN " + m[1] + "-----…", true
@@ -197,11 +201,11 @@ func RedactArgs(args []string) []string {
 // form and reports whether there was one.
 func Redact(s string) (string, bool) {
 	// A private key is redacted whole: its body follows the header.
-	if m := shapes[0].re.FindStringSubmatch(s); m != nil {
+	if m := shapes()[0].re.FindStringSubmatch(s); m != nil {
 		return "-----BEGIN " + m[1] + "-----…", true
 	}
 	changed := false
-	for _, sh := range shapes[1:] {
+	for _, sh := range shapes()[1:] {
 		s = sh.re.ReplaceAllStringFunc(s, func(m string) string {
 			sub := sh.re.FindStringSubmatch(m)
 			switch {
