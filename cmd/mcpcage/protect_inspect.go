@@ -202,7 +202,7 @@ func inspectRun(s clients.Server, argv []string, rio *IOStreams) (*RunOptions, [
 		return nil, nil, err
 	}
 	fs = min.Flags()
-	ropts := &RunOptions{IO: rio, ScratchHome: true, ListOnly: true}
+	ropts := &RunOptions{IO: rio, ScratchHome: true, Request: plan.Request{ListOnly: true}}
 	ropts.LookupEnv = func(n string) (string, bool) {
 		v, ok := block[n]
 		return v, ok

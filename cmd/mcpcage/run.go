@@ -32,39 +32,18 @@ const (
 
 // RunOptions are `mcpcage run`'s flags and arguments.
 type RunOptions struct {
+	// Request is what the flags ask of the session's plan (plan.Make);
+	// its LookupEnv and ListOnly are set by protect --inspect and scan
+	// only, never by a flag.
+	plan.Request
 	IO           *IOStreams
-	Command      []string // the server's command line (npx/uvx), or the image's arguments
-	Image        string
-	Name         string
-	AllowNet     bool
-	Mounts       []string
-	Env          []string // names
-	Memory       string
-	Pids         int64
-	CPUs         float64
-	TmpSize      string
-	MaxLine      string
 	Update       bool
 	AllowScripts bool
 	AllowDeps    []string
-	Runtime      string
-	Stdio        string
-	StartTimeout time.Duration
 	Home         string // --home: the state directory, in place of $MCPCAGE_HOME
 	Guard        GuardFlags
-	// Egress by name (run_egress.go).
-	AllowHosts    []string
-	AllowPrivate  bool
-	EgressNetwork string
-	// Set by protect --inspect only, never by a flag: LookupEnv is where
-	// --env values come from (nil: mcpcage's own environment), and
-	// ListOnly is a start that only lists the server's tools (scan,
-	// protect --inspect): what it writes is not meant to be kept, so a
-	// variable naming a file it would create is not refused.
-	ListOnly bool
 	// ScratchHome gives the server an empty HOME in memory in place of its
 	// private folder.
-	LookupEnv   func(string) (string, bool)
 	ScratchHome bool
 }
 
@@ -172,17 +151,13 @@ type runPlan struct {
 	egressRec *guard.Egress
 }
 
-// request is the run asked by the command line.
+// request is the run asked by the command line, read against this user's
+// home and the folder mcpcage was started in.
 func (opts *RunOptions) request() plan.Request {
-	userHome, _ := home.User()
-	cwd, _ := os.Getwd()
-	return plan.Request{
-		Command: opts.Command, Image: opts.Image, Name: opts.Name,
-		AllowNet: opts.AllowNet, AllowHosts: opts.AllowHosts, AllowPrivate: opts.AllowPrivate, EgressNetwork: opts.EgressNetwork,
-		Mounts: opts.Mounts, Env: opts.Env, Memory: opts.Memory, Pids: opts.Pids, CPUs: opts.CPUs, TmpSize: opts.TmpSize,
-		MaxLine: opts.MaxLine, StartTimeout: opts.StartTimeout, Runtime: opts.Runtime, Stdio: opts.Stdio, ListOnly: opts.ListOnly,
-		LookupEnv: opts.LookupEnv, UserHome: userHome, Dir: cwd,
-	}
+	req := opts.Request
+	req.UserHome, _ = home.User()
+	req.Dir, _ = os.Getwd()
+	return req
 }
 
 // planRun is plan.Make for the command line; a refused request is exit

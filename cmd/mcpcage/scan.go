@@ -20,6 +20,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/guard"
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/pin"
+	"github.com/mcpcage/mcpcage/internal/plan"
 	"github.com/mcpcage/mcpcage/internal/proxy"
 	"github.com/mcpcage/mcpcage/internal/scan"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
@@ -409,10 +410,10 @@ func printScan(opts *ScanOptions, rep *scanReport) error {
 // scanCaged starts the server in a cage as `mcpcage run` would, lists it
 // and stops it.
 func scanCaged(ctx context.Context, opts *ScanOptions) (*scanReport, error) {
-	ro := &RunOptions{
-		IO: opts.IO, Command: opts.Command, Image: opts.Image, Name: opts.Name, AllowNet: opts.AllowNet, Env: opts.Env, ListOnly: true,
+	ro := &RunOptions{IO: opts.IO, Request: plan.Request{
+		Command: opts.Command, Image: opts.Image, Name: opts.Name, AllowNet: opts.AllowNet, Env: opts.Env, ListOnly: true,
 		Memory: "512m", Pids: cage.DefaultPids, CPUs: cage.DefaultCPUs, TmpSize: "64m", MaxLine: "16m", StartTimeout: 30 * time.Second,
-	}
+	}}
 	p, err := planRun(ro)
 	if err != nil {
 		return nil, err
