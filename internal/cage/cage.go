@@ -377,7 +377,9 @@ func start(ctx context.Context, cli *client.Client, spec Spec, tweak func(*conta
 		if pipes, err = newStdioPipes(spec.Stdio.Dir); err != nil {
 			return nil, err
 		}
-		spec.Stdio = &CageStdio{Binary: spec.Stdio.Binary, Dir: pipes.dir}
+		st := *spec.Stdio
+		st.Dir = pipes.dir
+		spec.Stdio = &st
 		if err := behindLauncher(ctx, cli, &spec); err != nil {
 			pipes.remove()
 			return nil, err
@@ -610,7 +612,9 @@ func configs(ctx context.Context, cli client.APIClient, spec Spec) (*container.C
 	if spec.AllowNet {
 		hc.NetworkMode = "bridge"
 	}
-	if spec.Egress != nil || spec.Stdio != nil {
+	// mcpcage's binary: the egress shim, or the stdio launcher of an image
+	// without a shell.
+	if spec.Egress != nil || spec.Stdio != nil && !spec.Stdio.Shell {
 		bin := ""
 		if spec.Egress != nil {
 			bin = spec.Egress.Binary

@@ -695,6 +695,9 @@ func behindLauncher(ctx context.Context, cli *client.Client, spec *Spec) error {
 		return err
 	}
 	spec.Entrypoint = []string{ShimBinary, LaunchCommand, "--dir", StdioDir, "--"}
+	if spec.Stdio.Shell {
+		spec.Entrypoint = []string{"/bin/sh", "-c", shellLaunch, "sh"}
+	}
 	spec.Cmd = argv
 	return nil
 }

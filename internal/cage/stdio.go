@@ -42,7 +42,17 @@ const EnvStdio = "MCPCAGE_STDIO"
 type CageStdio struct {
 	Binary string // the static mcpcage binary on the engine's host
 	Dir    string // the session's folder of pipes on the engine's host
+	// Shell says the image has a POSIX sh (the cage images do: their
+	// install phase runs in sh): the shell opens the pipes, in the same
+	// order, and execs the server, a few ms sooner than mcpcage's own
+	// binary starts. Else (an image of the user's) the binary does.
+	Shell bool
 }
+
+// shellLaunch is the shell's launcher: stdin from the in pipe, then stdout
+// to the out pipe (the host opens them in this order), then the command,
+// passed as the shell's arguments, never parsed by it.
+const shellLaunch = `exec "$@" <` + StdioDir + `/` + pipeIn + ` >` + StdioDir + `/` + pipeOut
 
 // stdioPipes is the host's side of a session's pipes.
 type stdioPipes struct {

@@ -324,7 +324,9 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 				return fail(err, "")
 			}
 		}
-		spec.Stdio = &CageStdio{Binary: bin, Dir: base}
+		// The cage images have sh (their install runs in it); an image
+		// of the user's may not.
+		spec.Stdio = &CageStdio{Binary: bin, Dir: base, Shell: c.Kind != "image"}
 	}
 	if p.Launched != nil {
 		p.Launched(l)
