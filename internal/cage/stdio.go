@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The server's stdio without the engine's attach stream: two named pipes in
@@ -60,6 +61,7 @@ type stdioPipes struct {
 	unlock func()
 	in     *fifoEnd // written: the server's stdin
 	out    *fifoEnd // read: the server's stdout
+	opened bool     // open has begun (set before the cage can end)
 }
 
 // newStdioPipes makes the session's pipes in a folder of base (made 0700
@@ -101,6 +103,7 @@ func newStdioPipes(base string) (*stdioPipes, error) {
 // open starts opening the host's ends; each open returns once the launcher
 // in the cage has opened the other end (or release gives up on it).
 func (p *stdioPipes) open() {
+	p.opened = true
 	go p.in.open()
 	go p.out.open()
 }
@@ -109,12 +112,19 @@ func (p *stdioPipes) open() {
 // pipes): a read then sees EOF once what the server wrote is read, a write
 // an error.
 func (p *stdioPipes) unblock() {
+	if !p.opened {
+		return
+	}
 	p.in.unblock()
 	p.out.unblock()
 }
 
-// close closes both host ends, once the session is over.
+// close closes both host ends, once the session is over. Ends that were
+// never opened (the cage did not start) have nothing to close.
 func (p *stdioPipes) close() {
+	if !p.opened {
+		return
+	}
 	p.in.close()
 	p.out.close()
 }
@@ -165,20 +175,27 @@ var errStdioGone = errors.New("the cage's stdio is closed")
 
 // unblock ends an open that still waits, by opening the other end without
 // waiting and closing it again: the reader then sees EOF, the writer an
-// error on its first write.
+// error on its first write. The open may not have begun its system call
+// yet (then the other end's open fails, or passes unseen): it is tried
+// again until the open has returned.
 func (e *fifoEnd) unblock() {
-	select {
-	case <-e.ready:
-		return
-	default:
+	for {
+		select {
+		case <-e.ready:
+			return
+		default:
+		}
+		// A reader waits for a writer and the other way round.
+		if other, err := openNonblock(e.path, !e.write); err == nil {
+			select {
+			case <-e.ready:
+			case <-time.After(10 * time.Millisecond):
+			}
+			other.Close()
+			continue
+		}
+		time.Sleep(time.Millisecond)
 	}
-	// A reader waits for a writer and the other way round; a failed open
-	// here means the open has just returned.
-	if other, err := openNonblock(e.path, !e.write); err == nil {
-		<-e.ready
-		other.Close()
-	}
-	<-e.ready
 }
 
 // close closes this end, whether or not its open has returned yet.

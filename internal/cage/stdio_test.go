@@ -119,3 +119,43 @@ func TestStdioLifecycle(t *testing.T) {
 		t.Errorf("left after Stop: %v", left)
 	}
 }
+
+// TestStdioPipesNeverOpened: pipes whose cage never started close at once
+// (a failed start), and pipes opened while no cage is on the other side are
+// let go by unblock however soon it comes after open (the opens may not
+// have begun): the read sees EOF, the write an error, nothing waits.
+func TestStdioPipesNeverOpened(t *testing.T) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p, err := newStdioPipes(t.TempDir())
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		p.close() // never opened
+		p.remove()
+		for range 50 {
+			p, err := newStdioPipes(t.TempDir())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			p.open()
+			p.unblock()
+			if _, err := p.out.Read(make([]byte, 1)); err != io.EOF {
+				t.Errorf("read after unblock: %v, want EOF", err)
+			}
+			if _, err := p.in.Write([]byte("x")); err == nil {
+				t.Error("a write with no reader succeeded")
+			}
+			p.close()
+			p.remove()
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the pipes still wait")
+	}
+}
