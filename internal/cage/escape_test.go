@@ -708,12 +708,21 @@ func TestEscapeWritablePlaces(t *testing.T) {
 // stdin and stdout and nothing more: read-only (nothing can be planted
 // beside the pipes), holding the two pipes alone, and mcpcage's state
 // around it is not in the cage.
+//
+// Under gVisor the stdio is the attach stream (stdioWay): there is no such
+// folder in the cage at all.
 func TestEscapeStdioFolder(t *testing.T) {
-	if gvisor() {
-		t.Skip("under gVisor the stdio is the attach stream (stdioWay): no folder")
-	}
 	cli, img := dockerAndProbe(t)
 	p := startProbe(t, cli, Spec{Image: img}, nil)
+	if gvisor() {
+		if p.cage.pipes != nil {
+			t.Fatal("under gVisor the probe is on pipes")
+		}
+		if r := p.probe("read", StdioDir); r.Escaped {
+			t.Errorf("under gVisor the cage has a stdio folder: %s", r.Detail)
+		}
+		return
+	}
 	if p.cage.pipes == nil {
 		t.Fatal("the probe is not on pipes")
 	}

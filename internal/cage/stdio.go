@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpcage/mcpcage/internal/egress"
 )
 
 // The server's stdio without the engine's attach stream: two named pipes in
@@ -91,7 +93,7 @@ func newStdioPipes(base string) (*stdioPipes, error) {
 		return fail(fmt.Errorf("cannot open the folder of the stdio pipes to the cage: %v", err))
 	}
 	for _, n := range []string{pipeIn, pipeOut} {
-		if err := mkfifo(filepath.Join(dir, n)); err != nil {
+		if err := egress.MakeFIFO(filepath.Join(dir, n)); err != nil {
 			return fail(err)
 		}
 	}
@@ -165,7 +167,7 @@ func (e *fifoEnd) open() {
 		f, err = nil, errStdioGone
 	}
 	if err == nil {
-		widenPipe(f)
+		egress.Widen(f)
 	}
 	e.f, e.err = f, err
 	close(e.ready)

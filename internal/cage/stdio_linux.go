@@ -10,17 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func mkfifo(p string) error {
-	if err := unix.Mkfifo(p, 0o666); err != nil {
-		return fmt.Errorf("cannot make the stdio pipe %s: %v", p, err)
-	}
-	// The umask took bits off; the folder above keeps others out.
-	if err := os.Chmod(p, 0o666); err != nil {
-		return fmt.Errorf("cannot open the stdio pipe %s to the cage: %v", p, err)
-	}
-	return nil
-}
-
 // openNonblock opens the FIFO at p without waiting for its other end.
 func openNonblock(p string, write bool) (*os.File, error) {
 	flag := os.O_RDONLY
@@ -28,14 +17,6 @@ func openNonblock(p string, write bool) (*os.File, error) {
 		flag = os.O_WRONLY
 	}
 	return os.OpenFile(p, flag|syscall.O_NONBLOCK, 0)
-}
-
-// widenPipe makes the pipe hold 1 MiB (Linux's default limit for a user),
-// so that a large message crosses in one write; best effort.
-func widenPipe(f *os.File) {
-	if rc, err := f.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, 1<<20) })
-	}
 }
 
 func sharesPipes() bool { return true }

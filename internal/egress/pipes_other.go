@@ -13,6 +13,9 @@ var errNoPipes = errors.New("the egress gateway's pipes need a Unix system")
 // engine, and mcpcage makes their pipes on the engine's file system.
 func MakePipes(dir string) error { return errNoPipes }
 
+// MakeFIFO is not possible here either (see MakePipes).
+func MakeFIFO(p string) error { return errNoPipes }
+
 // OpenGatewayPipes runs in the gateway container only (Linux).
 func OpenGatewayPipes(dir string) (io.ReadWriteCloser, error) { return nil, errNoPipes }
 

@@ -15,14 +15,23 @@ import (
 // others out (the caller makes it inside a folder only it can enter).
 func MakePipes(dir string) error {
 	for _, name := range []string{PipeUp, PipeDown} {
-		p := filepath.Join(dir, name)
-		if err := syscall.Mkfifo(p, 0o666); err != nil {
-			return fmt.Errorf("cannot make the egress pipe %s: %v", p, err)
+		if err := MakeFIFO(filepath.Join(dir, name)); err != nil {
+			return err
 		}
-		// The umask took bits off.
-		if err := os.Chmod(p, 0o666); err != nil {
-			return fmt.Errorf("cannot open the egress pipe %s to the cage: %v", p, err)
-		}
+	}
+	return nil
+}
+
+// MakeFIFO makes a named pipe at p that a cage's user may open (mode 0666:
+// the folder above keeps others out), for the egress pipes and the cage's
+// stdio pipes alike.
+func MakeFIFO(p string) error {
+	if err := syscall.Mkfifo(p, 0o666); err != nil {
+		return fmt.Errorf("cannot make the pipe %s: %v", p, err)
+	}
+	// The umask took bits off.
+	if err := os.Chmod(p, 0o666); err != nil {
+		return fmt.Errorf("cannot open the pipe %s to the cage: %v", p, err)
 	}
 	return nil
 }
@@ -59,6 +68,6 @@ func openPipes(dir string, upFlag, downFlag int) (up, down *os.File, err error) 
 		up.Close()
 		return nil, nil, err
 	}
-	widen(up, down)
+	Widen(up, down)
 	return up, down, nil
 }

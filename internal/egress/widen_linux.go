@@ -6,10 +6,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// widen asks for 1 MiB pipes (the default is 64 KiB; 1 MiB is what an
+// Widen asks for 1 MiB pipes (the default is 64 KiB; 1 MiB is what an
 // unprivileged process may ask for by default): a download then moves in
 // fewer, larger writes. A refusal leaves them as they were.
-func widen(fs ...*os.File) {
+func Widen(fs ...*os.File) {
 	for _, f := range fs {
 		if sc, err := f.SyscallConn(); err == nil {
 			_ = sc.Control(func(fd uintptr) {

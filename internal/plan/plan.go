@@ -103,6 +103,9 @@ func (e *UsageError) Hint() string { return e.Fix }
 
 // usage refuses the request with err (whose own hint, if any, stays).
 func usage(err error) error {
+	if u, ok := err.(*UsageError); ok {
+		return u
+	}
 	var h interface{ Hint() string }
 	if errors.As(err, &h) {
 		return &UsageError{Err: err, Fix: h.Hint()}
@@ -112,11 +115,6 @@ func usage(err error) error {
 
 // usageHint refuses the request with err and what to do.
 func usageHint(err error, format string, args ...any) error {
-	return &UsageError{Err: err, Fix: fmt.Sprintf(format, args...)}
-}
-
-// hint is usageHint for an error usage wraps later.
-func hint(err error, format string, args ...any) error {
 	return &UsageError{Err: err, Fix: fmt.Sprintf(format, args...)}
 }
 
@@ -330,7 +328,7 @@ func envPathMissing(name, v string, mounts []cage.Mount) error {
 			where = "in the cage's own " + own + ", emptied when the session ends"
 		}
 	}
-	return hint(fmt.Errorf("--env %s names %s, which does not exist yet: the server would create it %s", name, v, where),
+	return usageHint(fmt.Errorf("--env %s names %s, which does not exist yet: the server would create it %s", name, v, where),
 		"give --mount %s:rw so the server keeps it in your folder, or point %s at a file that exists", dir, name)
 }
 
