@@ -1,8 +1,8 @@
-//go:build unix && !linux
+//go:build !linux
 
 package egress
 
 import "os"
 
-// widen: pipes keep their size here (the gateway and the shim run on Linux).
+// Widen: pipes keep their size here (the gateway and the shim run on Linux).
 func Widen(...*os.File) {}
