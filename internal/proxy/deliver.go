@@ -113,10 +113,10 @@ func (r *run) deliver(ev *Event, out []byte, msg *jsonrpc.Message, flush bool) {
 	for !o.closed && o.queued > 0 && o.bytes+d.size > heldBytes {
 		o.room.Wait()
 	}
-	if o.closed || len(d.holds) == 0 && o.queued == 0 {
+	if closed := o.closed; closed || len(d.holds) == 0 && o.queued == 0 {
 		o.mu.Unlock()
 		r.waitHolds(&d)
-		r.send(d.dir, d.out, d.msg, flush || o.closed, false)
+		r.send(d.dir, d.out, d.msg, flush || closed, false)
 		return
 	}
 	o.queued++
