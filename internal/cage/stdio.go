@@ -179,8 +179,13 @@ var errStdioGone = errors.New("the cage's stdio is closed")
 // waiting and closing it again: the reader then sees EOF, the writer an
 // error on its first write. The open may not have begun its system call
 // yet (then the other end's open fails, or passes unseen): it is tried
-// again until the open has returned.
+// again until the open has returned. An open that returns from now on is
+// this one's doing, not the cage's: it is closed at once, so a write never
+// lands in a pipe nobody in the cage reads.
 func (e *fifoEnd) unblock() {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
 	for {
 		select {
 		case <-e.ready:
@@ -202,9 +207,6 @@ func (e *fifoEnd) unblock() {
 
 // close closes this end, whether or not its open has returned yet.
 func (e *fifoEnd) close() {
-	e.mu.Lock()
-	e.closed = true
-	e.mu.Unlock()
 	e.unblock()
 	e.mu.Lock()
 	if e.f != nil {
