@@ -120,6 +120,9 @@ type Spec struct {
 	// Stdio, when not nil, gives the server named pipes for stdin and
 	// stdout in place of the engine's attach stream (stdio.go).
 	Stdio *CageStdio
+	// Engine says what the engine is (harden.KindLater, asked once per
+	// session); nil: the cage asks.
+	Engine func() (harden.Kind, error)
 	// Log receives the cage's own hints (a write to a read-only place); nil: none.
 	Log io.Writer
 }
@@ -308,11 +311,13 @@ func Connect(ctx context.Context) (*client.Client, error) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := cli.Ping(pctx); err != nil {
+	ping, err := cli.Ping(pctx)
+	if err != nil {
 		cli.Close()
 		return nil, newDockerError(err)
 	}
-	cli.NegotiateAPIVersion(ctx)
+	// The answer just read names the engine's version: no second ping.
+	cli.NegotiateAPIVersionPing(ping)
 	return cli, nil
 }
 
@@ -588,7 +593,11 @@ func configs(ctx context.Context, cli client.APIClient, spec Spec) (*container.C
 		mounts = append(mounts, mount.Mount{Type: mount.TypeTmpfs, Target: m, ReadOnly: true,
 			TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096, Mode: 0o500}})
 	}
-	kind, err := harden.KindOf(ctx, cli)
+	engine := spec.Engine
+	if engine == nil {
+		engine = harden.KindLater(ctx, cli)
+	}
+	kind, err := engine()
 	if err != nil {
 		return nil, nil, err
 	}

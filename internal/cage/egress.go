@@ -85,6 +85,8 @@ type EgressSpec struct {
 	Ended func(why string)
 	// Log receives the gateway's own errors; nil: none.
 	Log io.Writer
+	// Engine says what the engine is (harden.KindLater); nil: the gateway asks.
+	Engine func() (harden.Kind, error)
 }
 
 // Gateway is a session's egress gateway: its pipes, then its container.
@@ -382,7 +384,7 @@ func (g *Gateway) launch(ctx context.Context) error {
 	labels[LabelSession] = g.spec.Session
 	labels[LabelName] = g.spec.Name
 	name := "mcpcage-" + strings.ToLower(g.spec.Name) + "-" + randomHex(3) + "-egress"
-	cfg, hc, err := gatewayConfig(ctx, g.cli, g.img, g.upstream, labels, g.pipes, append([]string{"--pipes", gatewayPipes}, g.spec.Policy.Args()...))
+	cfg, hc, err := gatewayConfig(ctx, g.cli, g.spec.Engine, g.img, g.upstream, labels, g.pipes, append([]string{"--pipes", gatewayPipes}, g.spec.Policy.Args()...))
 	if err != nil {
 		return err
 	}
@@ -413,7 +415,7 @@ const gatewayPipes = "/egress"
 
 // gatewayConfig is the gateway container: hardened like a cage, on the
 // upstream network, with the session's pipes.
-func gatewayConfig(ctx context.Context, cli client.APIClient, img, upstream string, labels map[string]string, pipes string, cmd []string) (*container.Config, *container.HostConfig, error) {
+func gatewayConfig(ctx context.Context, cli client.APIClient, engine func() (harden.Kind, error), img, upstream string, labels map[string]string, pipes string, cmd []string) (*container.Config, *container.HostConfig, error) {
 	cfg := &container.Config{
 		Image: img,
 		Cmd:   cmd,
@@ -428,7 +430,10 @@ func gatewayConfig(ctx context.Context, cli client.APIClient, img, upstream stri
 	// The engine's default runtime, whatever the cage's: a runtime
 	// registered for cages (gVisor with --network=none) has no network to
 	// give the gateway.
-	kind, err := harden.KindOf(ctx, cli)
+	if engine == nil {
+		engine = harden.KindLater(ctx, cli)
+	}
+	kind, err := engine()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -31,7 +31,7 @@ func TestEveryContainerHardened(t *testing.T) {
 				t.Errorf("%s: cage runtime %q, want %q", name, hc.Runtime, spec.Runtime)
 			}
 		}
-		_, hc, err := gatewayConfig(ctx, eng, "img", "net", nil, t.TempDir(), nil)
+		_, hc, err := gatewayConfig(ctx, eng, nil, "img", "net", nil, t.TempDir(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

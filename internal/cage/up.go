@@ -13,6 +13,7 @@ import (
 	"github.com/docker/go-units"
 
 	"github.com/mcpcage/mcpcage/internal/egress"
+	"github.com/mcpcage/mcpcage/internal/harden"
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/install"
 	"github.com/mcpcage/mcpcage/internal/launch"
@@ -154,6 +155,7 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 	if err != nil {
 		return fail(err, "%s", ConnectHint(err))
 	}
+	engine := harden.KindLater(ctx, cli)
 	gvisor := false
 	if p.Runtime != "" {
 		if gvisor, err = CheckRuntime(ctx, cli, p.Runtime); err != nil {
@@ -167,11 +169,18 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 	if way == StdioAttach && p.Progress != nil && p.Progress.Mode() == progress.Plain {
 		untrusted.Fprintf(log, "mcpcage: the server's stdio goes through the engine's attach stream: %s\n", why)
 	}
-	if removed, err := Reap(ctx, cli); err != nil {
-		untrusted.Fprintf(log, "mcpcage: warning: %v\n", err)
-	} else if len(removed) > 0 {
-		untrusted.Fprintf(log, "mcpcage: removed %d orphaned cage(s) whose mcpcage process is gone: %s\n", len(removed), strings.Join(removed, ", "))
-	}
+	// Orphans are removed beside the start (their removal can take
+	// seconds), and said before Up returns.
+	reaped := make(chan struct{})
+	go func() {
+		defer close(reaped)
+		if removed, err := Reap(ctx, cli); err != nil {
+			untrusted.Fprintf(log, "mcpcage: warning: %v\n", err)
+		} else if len(removed) > 0 {
+			untrusted.Fprintf(log, "mcpcage: removed %d orphaned cage(s) whose mcpcage process is gone: %s\n", len(removed), strings.Join(removed, ", "))
+		}
+	}()
+	defer func() { <-reaped }()
 	if p.StateDir != "" {
 		// The pipes of sessions that ended without their stop (SIGKILL).
 		reapPipes(filepath.Join(p.StateDir, "egress"))
@@ -184,7 +193,7 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 		// The pipes now; the gateway needs nothing of the image, the
 		// install, HOME or the cage (whose shim waits for it), so it is
 		// checked meanwhile, and its container starts once the cage has.
-		spec := EgressSpec{Policy: *p.Egress, Upstream: p.EgressNetwork, Name: p.Name, Session: session, Dir: p.StateDir, Log: p.Log}
+		spec := EgressSpec{Policy: *p.Egress, Upstream: p.EgressNetwork, Name: p.Name, Session: session, Dir: p.StateDir, Log: p.Log, Engine: engine}
 		if p.EgressSink != nil {
 			spec.Events, spec.Lost = p.EgressSink.Event, p.EgressSink.Lost
 		}
@@ -217,6 +226,7 @@ func Up(ctx context.Context, p Plan) (*Started, error) {
 		CPUs:     p.CPUs,
 		TmpSize:  p.TmpSize,
 		Log:      p.Log,
+		Engine:   engine,
 	}
 	c := p.Command
 	var l launch.Launch

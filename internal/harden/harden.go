@@ -148,6 +148,24 @@ func KindOf(ctx context.Context, eng client.APIClient) (Kind, error) {
 	return Docker, nil
 }
 
+// KindLater asks the engine what it is in the background and returns a
+// function that waits for the answer: a session asks once, while it does
+// the rest of its start (on Docker the version answer takes 20-30 ms, the
+// engine asking its runtimes theirs).
+func KindLater(ctx context.Context, eng client.APIClient) func() (Kind, error) {
+	var k Kind
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		k, err = KindOf(ctx, eng)
+	}()
+	return func() (Kind, error) {
+		<-done
+		return k, err
+	}
+}
+
 // profileFile writes the profile where Podman reads it and returns the path.
 // Podman's Docker-compatible API reads "seccomp=" as a path on its own host,
 // not as the profile: a file of mcpcage's state folder, named by the
