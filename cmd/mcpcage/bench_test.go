@@ -255,7 +255,11 @@ const cageCalls = 300
 // docker-run, attach-ratio mcpcage on the attach stream over docker-run;
 // each of those four ways also sends a burst of 300 calls at once
 // (calls/s); mcpcage-peak-rss-MB is the mcpcage process's peak resident set
-// (VmHWM, read before it exits).
+// (VmHWM, read before it exits). Under gVisor (runsc-*), mcpcage with
+// --runtime runsc, whose stdio takes the attach stream, against docker run
+// -i --runtime runsc of the same image and command (no network, and no
+// seccomp profile: Docker's default one, which runsc applies, refuses
+// node's threads under gVisor), per call and pipelined.
 //
 // The third way is the floor of any proxy that keeps the audit promise (a
 // call's record on disk before its answer): the plain docker run -i, with
@@ -286,6 +290,9 @@ func BenchmarkCagePerCall(b *testing.B) {
 	cb := newCageBench(b)
 	baseline := os.Getenv("MCPCAGE_BENCH_BASELINE")
 	plain := cb.dockerArgs(false)
+	// Docker's default seccomp profile, which runsc applies (--oci-seccomp),
+	// refuses node's threads under gVisor: the plain way runs without one.
+	plainRunsc := append([]string{"run", "--runtime", "runsc", "--network", "none", "--security-opt", "seccomp=unconfined"}, plain[1:]...)
 	floorDir := b.TempDir()
 	lg, err := audit.Open(audit.Options{Dir: filepath.Join(floorDir, "audit"), KeyDir: filepath.Join(floorDir, "keys")})
 	if err != nil {
@@ -343,6 +350,8 @@ func BenchmarkCagePerCall(b *testing.B) {
 		wFloor
 		wDsync
 		wBase
+		wRunsc
+		wPlainRunsc
 		nWays
 	)
 	var tot [nWays]callRun
@@ -381,6 +390,16 @@ func BenchmarkCagePerCall(b *testing.B) {
 			},
 			func() { add(wFloor, sequentialCalls(b, exec.Command("docker", plain...), cageCalls, record, "")) },
 			func() { add(wDsync, sequentialCalls(b, exec.Command("docker", plain...), cageCalls, writeDsync, "")) },
+			func() {
+				// gVisor: the attach stream (stdioWay), against docker
+				// run -i under the same runtime.
+				add(wRunsc, sequentialCalls(b, cb.mcpcageRun(cb.bin, cage.EnvRuntime+"=runsc"), cageCalls, nil, ""))
+				pipelined(wRunsc, cb.mcpcageRun(cb.bin, cage.EnvRuntime+"=runsc"), "")
+			},
+			func() {
+				add(wPlainRunsc, sequentialCalls(b, exec.Command("docker", plainRunsc...), cageCalls, nil, ""))
+				pipelined(wPlainRunsc, exec.Command("docker", plainRunsc...), "")
+			},
 		}
 		if baseline != "" {
 			runs = append(runs, func() {
@@ -404,6 +423,12 @@ func BenchmarkCagePerCall(b *testing.B) {
 	b.ReportMetric(perSec(wAttach), "mcpcage-attach-calls/s")
 	b.ReportMetric(perSec(wPlain), "docker-run-calls/s")
 	b.ReportMetric(perSec(wDirect), "direct-pipe-calls/s")
+	b.ReportMetric(us(tot[wRunsc].elapsed), "runsc-mcpcage-us/call")
+	b.ReportMetric(us(tot[wPlainRunsc].elapsed), "runsc-docker-run-us/call")
+	b.ReportMetric(float64(tot[wRunsc].elapsed)/float64(tot[wPlainRunsc].elapsed), "runsc-per-call-ratio")
+	b.ReportMetric(perSec(wRunsc), "runsc-mcpcage-calls/s")
+	b.ReportMetric(perSec(wPlainRunsc), "runsc-docker-run-calls/s")
+	b.ReportMetric(us(tot[wRunsc].cpu), "runsc-mcpcage-cpu-us/call")
 	b.ReportMetric(us(tot[wFloor].elapsed), "floor-us/call")
 	b.ReportMetric(ratio(wFloor), "floor-ratio")
 	b.ReportMetric(ratio(wDsync), "dsync-floor-ratio")
