@@ -21,6 +21,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
 	"github.com/mcpcage/mcpcage/internal/launch"
 	"github.com/mcpcage/mcpcage/internal/plan"
+	"github.com/mcpcage/mcpcage/internal/remote"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
 )
 
@@ -106,6 +107,8 @@ the server was killed for using too much memory.`,
 	fs := cmd.Flags()
 	// Everything after the server's command is the server's.
 	fs.SetInterspersed(false)
+	fs.StringVar(&opts.URL, "url", "", "bridge to a remote MCP server at this `URL` (Streamable HTTP, or HTTP+SSE) under the same guard, with no cage; ${VAR} in its path or query is read from the environment")
+	fs.StringArrayVar(&opts.Headers, "header", nil, "send this header to the --url server only: `'Name: value'`, a secret as 'Authorization: Bearer ${TOKEN}' (read from the environment; repeatable)")
 	fs.StringVar(&opts.Image, "image", "", "run a server that ships as a Docker `image` (its entrypoint; arguments after --)")
 	fs.StringVar(&opts.Name, "name", "", "the server's `name` for pins, audit and its private HOME (default: from the package or image)")
 	fs.BoolVar(&opts.AllowNet, "allow-net", false, "give the server the network, fully open")
@@ -309,6 +312,9 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	if err != nil {
 		return notStarted(opts.IO, "the server", err)
 	}
+	if p.Remote != nil {
+		return runRemote(ctx, opts, p, g)
+	}
 	handBanner(opts.IO, p.Name, opts.Command, opts.Image)
 	st, err := upCage(ctx, opts, p, g)
 	if err != nil {
@@ -317,6 +323,29 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	}
 	code, err := serveSession(ctx, opts.IO, g, signalledCage{Started: st, ctx: ctx}, p.MaxLine, opts.StartTimeout)
 	return runExit(ctx, opts, p, st.Cage, code, err)
+}
+
+// runRemote is a session with a remote server (run --url): the same guard,
+// the remote transport in place of a cage.
+func runRemote(ctx context.Context, opts *RunOptions, p *runPlan, g *guard.Guard) error {
+	g.Launched(p.Remote.Launch())
+	srv, err := remote.Dial(remote.Options{URL: p.Remote.URL, Header: p.Remote.Header, MaxLine: p.MaxLine, UserAgent: "mcpcage/" + version})
+	if err != nil {
+		g.Abort()
+		return notStarted(opts.IO, strconv.Quote(p.Name), err)
+	}
+	code, err := serveSession(ctx, opts.IO, g, srv, p.MaxLine, opts.StartTimeout)
+	if err != nil {
+		if code == 0 {
+			code = 1
+		}
+		return &ExitError{Code: code, Err: err}
+	}
+	if ss := stoppedBy(ctx); ss != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "mcpcage: %q stopped: %s (the session was ended by the user)\n", p.Name, ss)
+		return &ExitError{Code: ss.code()}
+	}
+	return nil
 }
 
 // notStarted answers a client that already sent its first request, and

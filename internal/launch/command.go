@@ -277,11 +277,13 @@ func ValidName(name string) error {
 //	image ghcr.io/o/srv:1        -> ghcr.io__o__srv_image (tag and digest dropped)
 //	image redteam-a/notes        -> redteam-a__notes_image
 //	/usr/local/bin/gh-mcp        -> gh-mcp_local          (a local program, by base name)
+//	https://mcp.example.com/mcp  -> mcp.example.com__mcp_remote (a remote server; http:,
+//	                                a port or a query: shortened form, "_h" and a hash)
 //
 // Any other character is "_" and two hex digits ("_5f" for '_'). A name
 // that would be longer than 63 keeps a prefix and ends in "_h" and 16 hex
-// digits of SHA-256 over the identity. No encoding produces "_p", "_i", "_l"
-// or "_h" but these markers, so names of different kinds, and shortened and
+// digits of SHA-256 over the identity. No encoding produces "_p", "_i", "_l",
+// "_r" or "_h" but these markers, so names of different kinds, and shortened and
 // whole names, cannot meet. The result always passes ValidName.
 func DeriveName(kind, pkg, img string) string {
 	id := Identity(kind, pkg, img)
@@ -300,6 +302,20 @@ func DeriveName(kind, pkg, img string) string {
 		// A local program, by its base name: the user's own, not a
 		// publisher's.
 		marker = "_local"
+	case "remote":
+		// https and a host and path only: anything else (http:, a port, a
+		// query, whose ${VAR} or values must not become a file name) is
+		// the shortened form, whose hash keeps two URLs apart.
+		marker = "_remote"
+		rest, ok := strings.CutPrefix(readable, "https://")
+		whole = ok && !strings.ContainsAny(rest, "?:#")
+		readable = rest
+		if !ok {
+			readable = strings.TrimPrefix(strings.TrimPrefix(readable, "http://"), "https://")
+		}
+		if i := strings.IndexAny(readable, "?#"); i >= 0 {
+			readable = readable[:i]
+		}
 	case "image":
 		marker = "_image"
 		if r, err := reference.ParseNormalizedNamed(readable); err == nil && !strings.HasPrefix(readable, "sha256:") {

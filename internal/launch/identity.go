@@ -24,8 +24,14 @@ func Identity(kind, pkg, img string) string {
 	return kind + ":" + pkg
 }
 
-// Identity is the identity of l (see the function Identity).
-func (l Launch) Identity() string { return Identity(l.Kind, l.Package, l.Image) }
+// Identity is the identity of l (see the function Identity); a remote
+// server's is its URL.
+func (l Launch) Identity() string {
+	if l.Kind == "remote" {
+		return Identity(l.Kind, l.URL, "")
+	}
+	return Identity(l.Kind, l.Package, l.Image)
+}
 
 // ImageRepository is an image reference without tag or digest, normalised
 // (docker.io/library/notes for "notes"); an image ID stays as it is.

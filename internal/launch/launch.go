@@ -9,10 +9,13 @@ package launch
 
 // Launch is the identity of what runs inside a cage.
 type Launch struct {
-	Kind        string   `json:"kind"`                   // "npx", "uvx", "image" or "process" (tests)
+	Kind        string   `json:"kind"`                   // "npx", "uvx", "image", "exec", "remote" or "process" (tests)
 	Package     string   `json:"package,omitempty"`      // npm or PyPI package name, without version
 	Version     string   `json:"version,omitempty"`      // resolved version that is installed and run
 	Image       string   `json:"image,omitempty"`        // image reference the cage ran
 	ImageDigest string   `json:"image_digest,omitempty"` // image ID (sha256:...) of that image
 	Argv        []string `json:"argv,omitempty"`         // the server's own arguments
+	// URL is a remote server's address as the user wrote it (RemoteURL):
+	// ${VAR} references stand for what they hold.
+	URL string `json:"url,omitempty"`
 }

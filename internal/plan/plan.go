@@ -48,6 +48,10 @@ type Request struct {
 	StartTimeout  time.Duration
 	Runtime       string
 	Stdio         string // --stdio: auto, pipes or attach ("": MCPCAGE_STDIO, else auto)
+	// URL is a remote server's address (run --url), Headers the --header
+	// values ("Name: value", ${VAR} filled in from LookupEnv).
+	URL     string
+	Headers []string
 	// ListOnly plans a session that only lists (scan, protect --inspect,
 	// protect's report): a --env path that does not exist yet is not
 	// refused.
@@ -87,6 +91,17 @@ type Plan struct {
 	// are the --allow-host hosts as written.
 	AllowNet   bool
 	AllowHosts []string
+	// Remote, when not nil, is a remote server's session: no cage.
+	Remote *Remote
+}
+
+// parseMaxLine reads --max-line.
+func parseMaxLine(s string) (int, error) {
+	ml, err := cage.ParseSize(s)
+	if err != nil || ml < 4<<10 || ml > 1<<30 {
+		return 0, usage(fmt.Errorf("--max-line %q: give a size between 4k and 1g, like 16m", s))
+	}
+	return int(ml), nil
 }
 
 // UsageError is a request refused: the command line must change. Fix says how.
@@ -122,6 +137,16 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func Make(req Request) (*Plan, error) {
 	p := &Plan{}
+	if req.URL != "" {
+		if err := makeRemote(req, p); err != nil {
+			return nil, err
+		}
+		var err error
+		if p.StateDir, err = home.Dir(); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
 	if req.Image != "" {
 		if strings.HasPrefix(req.Image, "-") {
 			return nil, usage(&launch.UsageError{Msg: fmt.Sprintf("--image %q is not an image name", req.Image), Fix: "write --image IMAGE -- ARGS"})
@@ -162,11 +187,9 @@ func Make(req Request) (*Plan, error) {
 	if p.TmpSize, err = cage.ParseSize(req.TmpSize); err != nil || p.TmpSize < 1<<20 {
 		return nil, usage(fmt.Errorf("--tmp-size %q: give a size of at least 1m, like 64m", req.TmpSize))
 	}
-	ml, err := cage.ParseSize(req.MaxLine)
-	if err != nil || ml < 4<<10 || ml > 1<<30 {
-		return nil, usage(fmt.Errorf("--max-line %q: give a size between 4k and 1g, like 16m", req.MaxLine))
+	if p.MaxLine, err = parseMaxLine(req.MaxLine); err != nil {
+		return nil, err
 	}
-	p.MaxLine = int(ml)
 	if req.Pids < 16 {
 		return nil, usage(fmt.Errorf("--pids %d: give at least 16", req.Pids))
 	}
