@@ -443,6 +443,12 @@ func (s *Server) readAnswer(resp *http.Response, id json.RawMessage, isRequest b
 			}
 			return
 		}
+		if !json.Valid(body) {
+			if isRequest {
+				s.answerError(id, "the server's answer is not JSON")
+			}
+			return
+		}
 		pass(body)
 	default:
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -550,7 +556,11 @@ func (s *Server) openLegacy() error {
 					continue
 				}
 				first = false
-				endpoint <- s.setLegacy(string(ev.Data))
+				err := s.setLegacy(string(ev.Data))
+				endpoint <- err
+				if err != nil {
+					return // the stream is dropped with the endpoint
+				}
 				continue
 			}
 			if ev.Type == "" || ev.Type == "message" {
@@ -617,6 +627,9 @@ func (s *Server) deleteSession(ctx context.Context) {
 // insignificant whitespace taken out, or as it came when it is not JSON
 // (the proxy refuses it, on record).
 func (s *Server) emit(msg []byte) {
+	if len(bytes.TrimSpace(msg)) == 0 {
+		return
+	}
 	var b bytes.Buffer
 	if json.Compact(&b, msg) != nil {
 		b.Reset()
