@@ -39,6 +39,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -69,6 +71,27 @@ func scriptBare() {
 		os.Exit(0)
 	}
 	scriptCommands["mcp-client"] = func() { os.Exit(mcpClientMain(os.Args[1:])) }
+	// fixture-http FILE: the fixture as a remote server (Streamable HTTP)
+	// on a loopback port; its URL is written to FILE (read with urlfrom).
+	// FIXTURE_HTTP_NEED="Name: value" makes it answer 401 without that
+	// header. Runs until killed.
+	scriptCommands["fixture-http"] = func() {
+		cfg, err := fixture.ConfigFromEnv()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "fixture-http: %v\n", err)
+			os.Exit(1)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "fixture-http: %v\n", err)
+			os.Exit(1)
+		}
+		url := "http://" + ln.Addr().String() + "/mcp"
+		if err := os.WriteFile(os.Args[1]+".tmp", []byte(url), 0o644); err != nil || os.Rename(os.Args[1]+".tmp", os.Args[1]) != nil {
+			os.Exit(1)
+		}
+		_ = http.Serve(ln, fixture.HTTPHandler(cfg, os.Getenv("FIXTURE_HTTP_NEED")))
+	}
 }
 
 func bareMain(args []string) int {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -42,6 +43,23 @@ func TestScripts(t *testing.T) {
 	})
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// urlfrom VAR FILE: waits (10 s at most) for FILE, written by a
+			// server started in the background, and sets VAR to what it holds.
+			"urlfrom": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 || neg {
+					ts.Fatalf("usage: urlfrom VAR FILE")
+				}
+				for range 200 {
+					if b, err := os.ReadFile(ts.MkAbs(args[1])); err == nil && len(b) > 0 {
+						ts.Setenv(args[0], string(b))
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				ts.Fatalf("%s was not written in 10 s", args[1])
+			},
+		},
 		Setup: func(env *testscript.Env) error {
 			tag, err := fixture()
 			if err != nil {

@@ -237,7 +237,7 @@ func (p *auditPolicy) ensureStarted(protocol string) {
 	launchFields := map[string]any{"kind": l.Kind, "argc": len(l.Argv),
 		// The server's argv may hold tokens: only a keyed fingerprint.
 		"argv_fp": p.log.Fingerprint(p.name, "(argv)", argv)}
-	for k, v := range map[string]string{"package": l.Package, "version": l.Version, "image": l.Image, "image_digest": l.ImageDigest} {
+	for k, v := range map[string]string{"package": l.Package, "version": l.Version, "image": l.Image, "image_digest": l.ImageDigest, "url": l.URL} {
 		if v != "" {
 			launchFields[k] = v
 		}

@@ -127,6 +127,8 @@ func TestDeriveName(t *testing.T) {
 		{"npx", "._-x", "", "server_h" + hashOf("npx", "._-x")},
 		{"npx", "", "", "server_h" + hashOf("npx", "")},
 		{"npx", long, "", strings.Repeat("a", 45) + "_h" + hashOf("npx", long)},
+		{"remote", "https://mcp.example.com/mcp", "", "mcp.example.com__mcp_remote"},
+		{"remote", "http://127.0.0.1:3001/mcp", "", "127.0.0.1_3a3001__mcp_h" + hashOf("remote", "http://127.0.0.1:3001/mcp")},
 	} {
 		got := DeriveName(c.kind, c.pkg, c.img)
 		if got != c.want {
@@ -156,6 +158,8 @@ func TestDeriveNameInjective(t *testing.T) {
 		{{"image", "", "redteam-a/notes"}, {"image", "", "redteam-b/notes"}, {"image", "", "notes"}, {"image", "", "ghcr.io/redteam-a/notes"}},
 		{{"npx", "@a/b-c", ""}, {"npx", "@a-b/c", ""}, {"npx", "a-b-c", ""}, {"uvx", "a-b-c", ""}, {"image", "", "a-b-c"}, {"npx", "a__b-c", ""}},
 		{{"npx", "a_b", ""}, {"npx", "a_5fb", ""}, {"npx", "a-b_pypi", ""}, {"uvx", "a-b", ""}},
+		{{"remote", "https://h/mcp", ""}, {"remote", "https://h/mcp/", ""}, {"remote", "https://h/mcp?key=${K}", ""}, {"remote", "http://h/mcp", ""},
+			{"remote", "https://h:8443/mcp", ""}, {"npx", "h__mcp_remote", ""}, {"npx", "@h/mcp", ""}, {"image", "", "h/mcp"}},
 		{{"npx", strings.Repeat("x", 70) + "1", ""}, {"npx", strings.Repeat("x", 70) + "2", ""}, {"npx", strings.Repeat("x", 45) + "_h" + hashOf("npx", strings.Repeat("x", 70)+"1"), ""}},
 	}
 	for _, g := range groups {

@@ -64,7 +64,7 @@ func makeRemote(req Request, p *Plan) error {
 	}
 	written, err := remote.CheckURL(req.URL)
 	if err != nil {
-		return usageHint(err, "give the server's https URL, e.g. --url https://mcp.example.com/mcp")
+		return usage(err)
 	}
 	if f := secrets.URL(req.URL); len(f) > 0 {
 		return usageHint(fmt.Errorf("the URL carries a secret (%s in the %s): it would stay in the client's config and in argv", f[0].Kind, f[0].Where),

@@ -85,13 +85,10 @@ type Server struct {
 func CheckURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("the URL %q does not parse: %v", raw, errors.Unwrap(err))
+		return nil, fmt.Errorf("the URL does not parse: %v", errors.Unwrap(err))
 	}
 	if u.User != nil {
 		return nil, errors.New("the URL carries a user name or password; give credentials with --header 'Authorization: Bearer ${TOKEN}' instead")
-	}
-	if u.Host == "" || u.Opaque != "" {
-		return nil, fmt.Errorf("the URL %q has no host", raw)
 	}
 	switch u.Scheme {
 	case "https":
@@ -101,6 +98,9 @@ func CheckURL(raw string) (*url.URL, error) {
 		}
 	default:
 		return nil, fmt.Errorf("the URL %q is not http or https", Redacted(u))
+	}
+	if u.Host == "" || u.Opaque != "" {
+		return nil, fmt.Errorf("the URL %q has no host", Redacted(u))
 	}
 	u.Fragment, u.RawFragment = "", ""
 	return u, nil
