@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// remoteServer is a Streamable HTTP (MODE=streamable) or HTTP+SSE
+// (MODE=sse) server made with the official TypeScript SDK, one "echo"
+// tool; with NEED_HEADER="Name: value" it answers 401 to a request
+// without that header.
+const remoteServer = `
+import http from 'node:http';
+import {randomUUID} from 'node:crypto';
+import {McpServer} from '@modelcontextprotocol/sdk/server/mcp.js';
+import {StreamableHTTPServerTransport} from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import {SSEServerTransport} from '@modelcontextprotocol/sdk/server/sse.js';
+import {z} from 'zod';
+
+const mode = process.env.MODE || 'streamable';
+const need = process.env.NEED_HEADER || '';
+function newServer() {
+  const s = new McpServer({name: 'remote-e2e', version: '1.0.0'});
+  s.registerTool('echo', {description: 'Echoes its text.', inputSchema: {text: z.string()}}, async ({text}) => ({content: [{type: 'text', text: 'echo: ' + text}]}));
+  return s;
+}
+const transports = {};
+const httpServer = http.createServer(async (req, res) => {
+  if (need) {
+    const [n, v] = need.split(/:\s*/);
+    if (req.headers[n.toLowerCase()] !== v) { res.writeHead(401, {'WWW-Authenticate': 'Bearer'}).end(); return; }
+  }
+  const url = new URL(req.url, 'http://x');
+  if (mode === 'sse') {
+    if (req.method === 'GET' && url.pathname === '/sse') {
+      const t = new SSEServerTransport('/messages', res);
+      transports[t.sessionId] = t;
+      res.on('close', () => delete transports[t.sessionId]);
+      await newServer().connect(t);
+      return;
+    }
+    if (req.method === 'POST' && url.pathname === '/messages') {
+      const t = transports[url.searchParams.get('sessionId')];
+      if (!t) { res.writeHead(400).end(); return; }
+      await t.handlePostMessage(req, res);
+      return;
+    }
+    res.writeHead(405).end(); return;
+  }
+  if (url.pathname !== '/mcp') { res.writeHead(404).end(); return; }
+  const sid = req.headers['mcp-session-id'];
+  let t = sid && transports[sid];
+  if (!t) {
+    if (req.method !== 'POST') { res.writeHead(400).end(); return; }
+    t = new StreamableHTTPServerTransport({sessionIdGenerator: () => randomUUID(), onsessioninitialized: id => { transports[id] = t; }});
+    await newServer().connect(t);
+  }
+  await t.handleRequest(req, res);
+});
+httpServer.listen(0, '127.0.0.1', () => { console.log('PORT ' + httpServer.address().port); });
+`
+
+// startRemoteServer starts remoteServer on a loopback port and returns its
+// base URL.
+func startRemoteServer(t *testing.T, prefix string, env ...string) string {
+	t.Helper()
+	script := filepath.Join(prefix, "remote-server-e2e.mjs")
+	if err := os.WriteFile(script, []byte(remoteServer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", script)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			line <- sc.Text()
+		}
+		close(line)
+	}()
+	select {
+	case l := <-line:
+		port, ok := strings.CutPrefix(l, "PORT ")
+		if !ok {
+			t.Fatalf("the TypeScript SDK server said %q", l)
+		}
+		return "http://127.0.0.1:" + port
+	case <-time.After(60 * time.Second):
+		t.Fatal("the TypeScript SDK server did not start in 60 s")
+	}
+	return ""
+}
+
+// TestRunURLRealServerAndClients: remote servers made with the official
+// TypeScript SDK, Streamable HTTP and HTTP+SSE, one wanting a key, reached
+// through `mcpcage run --url` by the SDK's own stdio client (the key from
+// the entry's env block, as ${API_KEY}) and by Claude Code's `claude mcp
+// list`; the sessions are on record with their URL and never the key.
+func TestRunURLRealServerAndClients(t *testing.T) {
+	prefix := npmClients(t)
+	claude := filepath.Join(prefix, "node_modules", ".bin", "claude")
+	const key = "k-live-5be0c1d2"
+	streamable := startRemoteServer(t, prefix, "MODE=streamable", "NEED_HEADER=X-Api-Key: "+key)
+	sse := startRemoteServer(t, prefix, "MODE=sse")
+	dir := stateDir(t)
+	homeDir := filepath.Join(dir, "home")
+	if err := os.MkdirAll(homeDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "mcpcage")
+	exe, err := exec.LookPath("mcpcage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type entry struct {
+		Command string            `json:"command"`
+		Args    []string          `json:"args"`
+		Env     map[string]string `json:"env,omitempty"`
+	}
+	servers := map[string]entry{
+		"streamable": {exe, []string{"run", "--home", state, "--url", streamable + "/mcp", "--header", "X-Api-Key: ${API_KEY}"}, map[string]string{"API_KEY": key}},
+		"sse":        {exe, []string{"run", "--home", state, "--url", sse + "/sse"}, nil},
+	}
+	b, _ := json.Marshal(map[string]any{"mcpServers": servers})
+	cfg := filepath.Join(homeDir, ".claude.json")
+	if err := os.WriteFile(cfg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	res := runTSClient(t, prefix, cfg, `{}`, homeDir, homeDir)
+	for name := range servers {
+		if tools, ok := res[name].([]any); !ok || len(tools) != 1 || tools[0] != "echo" {
+			t.Errorf("TypeScript SDK client, %s: %v", name, res[name])
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, claude, "mcp", "list")
+	cmd.Env, cmd.Dir = []string{"HOME=" + homeDir, "PATH=" + os.Getenv("PATH"), "USER=" + os.Getenv("USER"), "DISABLE_AUTOUPDATER=1"}, homeDir
+	cmd.WaitDelay = 15 * time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("claude mcp list: %v\n%s", err, out)
+	}
+	for name := range servers {
+		ok := false
+		for _, l := range strings.Split(string(out), "\n") {
+			ok = ok || strings.HasPrefix(l, name+": ") && strings.Contains(l, "Connected")
+		}
+		if !ok {
+			t.Errorf("claude mcp list does not show %s connected:\n%s", name, out)
+		}
+	}
+
+	logs, _ := filepath.Glob(filepath.Join(state, "audit", "log-*.jsonl"))
+	var all strings.Builder
+	for _, f := range logs {
+		b, _ := os.ReadFile(f)
+		all.Write(b)
+	}
+	for _, want := range []string{`"kind":"remote"`, `"url":"` + streamable + `/mcp"`, `"url":"` + sse + `/sse"`} {
+		if !strings.Contains(all.String(), want) {
+			t.Errorf("no %s in the audit log", want)
+		}
+	}
+	if strings.Contains(all.String(), key) {
+		t.Error("the key is in the audit log")
+	}
+}
