@@ -54,6 +54,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/guard"
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/launch"
+	"github.com/mcpcage/mcpcage/internal/oauth/oauthtest"
 	"github.com/mcpcage/mcpcage/internal/proxy/proxytest"
 )
 
@@ -91,6 +92,38 @@ func scriptBare() {
 			os.Exit(1)
 		}
 		_ = http.Serve(ln, fixture.HTTPHandler(cfg, os.Getenv("FIXTURE_HTTP_NEED")))
+	}
+	// fixture-oauth FILE: the fixture as a remote server behind an OAuth
+	// authorization server of its own (oauthtest), both on loopback; the
+	// server's URL is written to FILE. Runs until killed.
+	scriptCommands["fixture-oauth"] = func() {
+		cfg, err := fixture.ConfigFromEnv()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "fixture-oauth: %v\n", err)
+			os.Exit(1)
+		}
+		as := oauthtest.NewAS()
+		rs := oauthtest.Protect(as, fixture.HTTPHandler(cfg, ""), "/mcp")
+		as.Resource = rs.URL + "/mcp"
+		if err := os.WriteFile(os.Args[1]+".tmp", []byte(as.Resource), 0o644); err != nil || os.Rename(os.Args[1]+".tmp", os.Args[1]) != nil {
+			os.Exit(1)
+		}
+		select {}
+	}
+	// fake-browser URL: follows an authorization URL to its loopback
+	// redirect, as a person's click in a browser would, and records the
+	// URL it was given in $FAKE_BROWSER_LOG.
+	scriptCommands["fake-browser"] = func() {
+		if p := os.Getenv("FAKE_BROWSER_LOG"); p != "" {
+			f, _ := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			fmt.Fprintln(f, strings.Join(os.Args[1:], " "))
+			f.Close()
+		}
+		resp, err := http.Get(os.Args[1])
+		if err != nil {
+			os.Exit(1)
+		}
+		resp.Body.Close()
 	}
 }
 

@@ -62,7 +62,7 @@ type Hooks struct {
 // options, so a root can be built twice in one process (tests do).
 func newCommands(io *IOStreams, h Hooks) []*cobra.Command {
 	return []*cobra.Command{
-		newRunCmd(io), newProtectCmd(io, h), newUnwrapCmd(io, h), newPsCmd(io), newPinsCmd(io), newDiffCmd(io),
+		newRunCmd(io), newLoginCmd(io), newProtectCmd(io, h), newUnwrapCmd(io, h), newPsCmd(io), newPinsCmd(io), newDiffCmd(io),
 		newApproveCmd(io), newScanCmd(io), newAuditCmd(io), newImagesCmd(io), newEgressGatewayCmd(io), newEgressShimCmd(io), newStdioLaunchCmd(io),
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpcage/mcpcage/internal/home"
 	"github.com/mcpcage/mcpcage/internal/jsonrpc"
 	"github.com/mcpcage/mcpcage/internal/launch"
+	"github.com/mcpcage/mcpcage/internal/oauth"
 	"github.com/mcpcage/mcpcage/internal/plan"
 	"github.com/mcpcage/mcpcage/internal/remote"
 	"github.com/mcpcage/mcpcage/internal/untrusted"
@@ -46,6 +47,8 @@ type RunOptions struct {
 	// ScratchHome gives the server an empty HOME in memory in place of its
 	// private folder.
 	ScratchHome bool
+	// ClientID is a remote server's OAuth client id (--client-id).
+	ClientID string
 }
 
 func newRunCmd(io *IOStreams) *cobra.Command { return runCommand(&RunOptions{IO: io}) }
@@ -108,6 +111,7 @@ the server was killed for using too much memory.`,
 	// Everything after the server's command is the server's.
 	fs.SetInterspersed(false)
 	fs.StringVar(&opts.URL, "url", "", "bridge to a remote MCP server at this `URL` (Streamable HTTP, or HTTP+SSE) under the same guard, with no cage; ${VAR} in its path or query is read from the environment")
+	fs.StringVar(&opts.ClientID, "client-id", "", "with --url: the OAuth client `id` the server's authorization server issued you (default: mcpcage registers itself)")
 	fs.StringArrayVar(&opts.Headers, "header", nil, "send this header to the --url server only: `'Name: value'`, a secret as 'Authorization: Bearer ${TOKEN}' (read from the environment; repeatable)")
 	fs.StringVar(&opts.Image, "image", "", "run a server that ships as a Docker `image` (its entrypoint; arguments after --)")
 	fs.StringVar(&opts.Name, "name", "", "the server's `name` for pins, audit and its private HOME (default: from the package or image)")
@@ -329,7 +333,18 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 // the remote transport in place of a cage.
 func runRemote(ctx context.Context, opts *RunOptions, p *runPlan, g *guard.Guard) error {
 	g.Launched(p.Remote.Launch())
-	srv, err := remote.Dial(remote.Options{URL: p.Remote.URL, Header: p.Remote.Header, MaxLine: p.MaxLine, UserAgent: "mcpcage/" + version})
+	ro := remote.Options{URL: p.Remote.URL, Header: p.Remote.Header, MaxLine: p.MaxLine, UserAgent: "mcpcage/" + version}
+	if p.Remote.Header.Get("Authorization") == "" {
+		// OAuth, as the server asks: the stored token, else a login the
+		// person finishes in a browser within the client's wait.
+		flow, err := oauthFlow(p.Name, p.Remote.URL, opts.ClientID, opts.IO, opts.StartTimeout)
+		if err != nil {
+			g.Abort()
+			return notStarted(opts.IO, strconv.Quote(p.Name), err)
+		}
+		ro.Auth = &oauth.Authorizer{Flow: flow}
+	}
+	srv, err := remote.Dial(ro)
 	if err != nil {
 		g.Abort()
 		return notStarted(opts.IO, strconv.Quote(p.Name), err)

@@ -42,6 +42,18 @@ type Options struct {
 	UserAgent string
 	// Transport carries the requests; nil: a clone of Go's default.
 	Transport http.RoundTripper
+	// Auth, when not nil, gives each request its bearer token (unless
+	// Header has an Authorization) and logs in when the server answers 401.
+	Auth Authorizer
+}
+
+// Authorizer is the OAuth side of a session (internal/oauth).
+type Authorizer interface {
+	// Token is the access token to send, "" for none yet.
+	Token() (string, error)
+	// Unauthorized runs a login after a 401 whose WWW-Authenticate
+	// headers are challenge; nil means try again.
+	Unauthorized(ctx context.Context, challenge []string) error
 }
 
 // inFlight bounds the requests sent at once; the next waits for one to end.
@@ -350,11 +362,55 @@ func (s *Server) post(target *url.URL, body []byte) (*http.Response, error) {
 	s.headers(req)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if err := s.bearer(req); err != nil {
+		return nil, err
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return nil, s.transportError(err)
 	}
+	if resp.StatusCode != http.StatusUnauthorized || s.opts.Auth == nil || s.opts.Header.Get("Authorization") != "" {
+		return resp, nil
+	}
+	// The server wants authorization: a login (one at a time), then the
+	// same message once more.
+	challenge := resp.Header.Values("WWW-Authenticate")
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if err := s.opts.Auth.Unauthorized(s.ctx, challenge); err != nil {
+		return nil, err
+	}
+	req, err = http.NewRequestWithContext(s.ctx, http.MethodPost, target.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	s.headers(req)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if err := s.bearer(req); err != nil {
+		return nil, err
+	}
+	resp, err = s.client.Do(req)
+	if err != nil {
+		return nil, s.transportError(err)
+	}
 	return resp, nil
+}
+
+// bearer gives req the session's access token, when there is one and the
+// user gave no Authorization of their own.
+func (s *Server) bearer(req *http.Request) error {
+	if s.opts.Auth == nil || s.opts.Header.Get("Authorization") != "" {
+		return nil
+	}
+	tok, err := s.opts.Auth.Token()
+	if err != nil {
+		return err
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	return nil
 }
 
 func (s *Server) headers(req *http.Request) {
@@ -501,6 +557,9 @@ func (s *Server) listen() {
 	}
 	s.headers(req)
 	req.Header.Set("Accept", "text/event-stream")
+	if s.bearer(req) != nil {
+		return
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return
@@ -525,6 +584,9 @@ func (s *Server) openLegacy() error {
 	}
 	s.headers(req)
 	req.Header.Set("Accept", "text/event-stream")
+	if err := s.bearer(req); err != nil {
+		return err
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return s.transportError(err)
@@ -618,6 +680,9 @@ func (s *Server) deleteSession(ctx context.Context) {
 		return
 	}
 	s.headers(req)
+	if s.bearer(req) != nil {
+		return
+	}
 	if resp, err := s.client.Do(req); err == nil {
 		resp.Body.Close()
 	}
