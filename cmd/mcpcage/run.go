@@ -337,7 +337,10 @@ func runRemote(ctx context.Context, opts *RunOptions, p *runPlan, g *guard.Guard
 	if p.Remote.Header.Get("Authorization") == "" {
 		// OAuth, as the server asks: the stored token, else a login the
 		// person finishes in a browser within the client's wait.
-		flow, err := oauthFlow(p.Name, p.Remote.URL, opts.ClientID, opts.IO, opts.StartTimeout)
+		// The login must end before the client's wait does, so that the
+		// client hears why.
+		wait := max(opts.StartTimeout*3/4, opts.StartTimeout-5*time.Second)
+		flow, err := oauthFlow(p.Name, p.Remote.URL, opts.ClientID, opts.IO, wait)
 		if err != nil {
 			g.Abort()
 			return notStarted(opts.IO, strconv.Quote(p.Name), err)
@@ -377,7 +380,8 @@ func openGuard(ctx context.Context, opts *RunOptions, p *runPlan) (*guard.Guard,
 		return nil, err
 	}
 	gc.Env = opts.Env
-	gc.StartTimeout, gc.AllowNet = opts.StartTimeout, opts.AllowNet || p.Egress != nil
+	// A remote server has the network: a silence is not for want of it.
+	gc.StartTimeout, gc.AllowNet = opts.StartTimeout, opts.AllowNet || p.Egress != nil || p.Remote != nil
 	// The proxy reads a blocking os.Stdin through a non-blocking duplicate,
 	// so a signal ends its read too (proxy.Run).
 	gc.Stopped = func() (string, int) {

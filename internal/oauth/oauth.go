@@ -434,9 +434,10 @@ func Open(raw string) error {
 // and a login when the server answers 401. It implements
 // remote.Authorizer.
 type Authorizer struct {
-	Flow *Flow
-	mu   sync.Mutex
-	src  *Source
+	Flow   *Flow
+	mu     sync.Mutex
+	src    *Source
+	failed error // a login of this session that did not finish: not tried again
 }
 
 // Token is the current access token, "" when there is none yet (or its
@@ -467,10 +468,14 @@ func (a *Authorizer) Token() (string, error) {
 func (a *Authorizer) Unauthorized(ctx context.Context, challenge []string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.failed != nil {
+		return a.failed
+	}
 	untrusted.Fprintf(a.Flow.Log, "mcpcage: %s asks for authorization; starting the login\n", a.Flow.Name)
 	rec, err := a.Flow.Login(ctx, challenge)
 	if err != nil {
-		return fmt.Errorf("the authorization of %s did not finish: %v (run `mcpcage login %s`, then connect again)", a.Flow.Name, err, a.Flow.Name)
+		a.failed = fmt.Errorf("the authorization of %s did not finish: %v (run `mcpcage login %s`, then connect again)", a.Flow.Name, err, a.Flow.Name)
+		return a.failed
 	}
 	a.src = NewSource(context.Background(), a.Flow.Name, a.Flow.Store, rec, a.Flow.Client)
 	return nil

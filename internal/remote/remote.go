@@ -369,12 +369,12 @@ func (s *Server) post(target *url.URL, body []byte) (*http.Response, error) {
 	if err != nil {
 		return nil, s.transportError(err)
 	}
-	if resp.StatusCode != http.StatusUnauthorized || s.opts.Auth == nil || s.opts.Header.Get("Authorization") != "" {
+	challenge := resp.Header.Values("WWW-Authenticate")
+	if resp.StatusCode != http.StatusUnauthorized || s.opts.Auth == nil || s.opts.Header.Get("Authorization") != "" || !bearerChallenge(challenge) {
 		return resp, nil
 	}
-	// The server wants authorization: a login (one at a time), then the
+	// The server wants an OAuth token: a login (one at a time), then the
 	// same message once more.
-	challenge := resp.Header.Values("WWW-Authenticate")
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	if err := s.opts.Auth.Unauthorized(s.ctx, challenge); err != nil {
@@ -395,6 +395,18 @@ func (s *Server) post(target *url.URL, body []byte) (*http.Response, error) {
 		return nil, s.transportError(err)
 	}
 	return resp, nil
+}
+
+// bearerChallenge says whether a 401's WWW-Authenticate asks for a Bearer
+// token (OAuth); a server that asks for nothing, or for another scheme,
+// wants what --header gives.
+func bearerChallenge(challenge []string) bool {
+	for _, c := range challenge {
+		if f := strings.Fields(c); len(f) > 0 && strings.EqualFold(strings.TrimSuffix(f[0], ","), "bearer") {
+			return true
+		}
+	}
+	return false
 }
 
 // bearer gives req the session's access token, when there is one and the
