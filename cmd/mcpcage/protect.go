@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -473,9 +474,12 @@ func countOf(n int, word string) string {
 
 func reachText(s serverJSON) string {
 	var parts []string
-	if s.Kind == clients.KindRemote && !s.Caged {
+	switch {
+	case s.Kind == clients.KindRemote && !s.Caged:
 		parts = append(parts, "runs elsewhere; receives what the assistant sends it")
-	} else {
+	case s.Reach.Remote != "":
+		parts = append(parts, "runs elsewhere, at "+s.Reach.Remote+", through mcpcage's guard")
+	default:
 		if s.Reach.Home {
 			parts = append(parts, "your whole home directory")
 		}
@@ -588,6 +592,29 @@ func confirm(opts *ProtectOptions, yes bool, question, yesFlagCmd string) error 
 	return &ExitError{Code: 1, Err: errors.New("cancelled: nothing was written")}
 }
 
+// offerLogins names, for each remote server just caged, the login that
+// gives its sessions a token ahead of time (a server that signs in with
+// OAuth would otherwise ask at its first start, within the client's wait).
+func offerLogins(opts *ProtectOptions, plans []*planFile) {
+	first := true
+	for _, p := range plans {
+		for _, c := range p.changes {
+			if c.Original == "" || slices.ContainsFunc(c.After.Args, func(a string) bool { return strings.HasPrefix(a, "Authorization:") }) {
+				continue
+			}
+			if first {
+				fmt.Fprintln(opts.IO.Out, "Remote servers that sign in with OAuth: log in once before their first session:")
+				first = false
+			}
+			name := clients.CageName(c.Before.Name)
+			if name == "" {
+				name = c.Before.URL
+			}
+			untrusted.Fprintf(opts.IO.Out, "  mcpcage login %s\n", name)
+		}
+	}
+}
+
 // apply writes every planned file and records the result in the ledger.
 func apply(opts *ProtectOptions, plans []*planFile, ledger *clients.Ledger, caged bool) (written, entries int, failed []string) {
 	for _, p := range plans {
@@ -610,9 +637,13 @@ func apply(opts *ProtectOptions, plans []*planFile, ledger *clients.Ledger, cage
 		untrusted.Fprintf(opts.IO.Out, "wrote %s (backup: %s)\n", tilde(opts.Layout, path), filepath.Base(backup))
 		if ledger != nil {
 			for _, c := range p.changes {
-				if caged {
+				switch {
+				case caged && c.Original != "":
+					// A remote entry: what --fix wrote, and what it replaced.
+					ledger.RecordRemote(path, c.Before.Where, c.After.Args, c.Original)
+				case caged:
 					ledger.Record(path, c.Before.Where, append([]string{c.Before.Command}, c.Before.Args...))
-				} else {
+				default:
 					ledger.Set(path, c.Before.Where, false)
 				}
 			}
@@ -738,6 +769,7 @@ func fixRun(opts *ProtectOptions, reports []*fileReport, ledger *clients.Ledger)
 	written, entries, failed := apply(opts, plans, ledger, true)
 	if written > 0 {
 		untrusted.Fprintf(w, "Caged %s in %s.%s Restart the clients to start them caged; `mcpcage unwrap` restores them.\n", countOf(entries, "server"), countOf(written, "file"), installed)
+		offerLogins(opts, plans)
 	}
 	if len(failed) > 0 {
 		for _, f := range failed[:len(failed)-1] {

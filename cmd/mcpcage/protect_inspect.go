@@ -63,6 +63,11 @@ type toolFindings struct {
 // inspectCommand is the `mcpcage run` command line that cages a server: the
 // entry's own when it is caged, the one --fix would write otherwise.
 func inspectCommand(s clients.Server) ([]string, bool) {
+	if s.Kind() == clients.KindRemote || s.RemoteCaged() {
+		// A remote server is not started here: inspecting it would send
+		// requests to its operator.
+		return nil, false
+	}
 	if s.Caged() {
 		return s.Args[1:], true
 	}

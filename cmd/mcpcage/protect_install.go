@@ -37,6 +37,9 @@ func installPlanned(ctx context.Context, opts *ProtectOptions, plans []*planFile
 	for _, p := range plans {
 		for _, c := range p.changes {
 			e := installFailure{file: p.report.File.Path, server: c.Before}
+			if c.Original != "" {
+				continue // a remote server: nothing to install
+			}
 			pc, perr := launch.ParseCommand(append([]string{c.Before.Command}, c.Before.Args...))
 			if perr != nil {
 				e.reason = perr.Error()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/mcpcage/mcpcage/internal/remote"
 	"io"
 	"strings"
 
@@ -49,6 +50,10 @@ func reachOf(opts *ProtectOptions, r *fileReport, s clients.Server) clients.Reac
 	p, err := entryPlan(opts, r, s)
 	if err != nil {
 		reach.Refused = "mcpcage run refuses this entry: " + errText(err)
+		return reach
+	}
+	if p.Remote != nil {
+		reach.Remote = remote.Redacted(p.Remote.URL)
 		return reach
 	}
 	reach.Network = p.AllowNet

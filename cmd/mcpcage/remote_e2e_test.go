@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpcage/mcpcage/internal/clients"
 )
 
 // remoteServer is a Streamable HTTP (MODE=streamable) or HTTP+SSE
@@ -182,5 +185,97 @@ func TestRunURLRealServerAndClients(t *testing.T) {
 	}
 	if strings.Contains(all.String(), key) {
 		t.Error("the key is in the audit log")
+	}
+}
+
+// TestRemoteFixRealClient: a remote server added with Claude Code's own
+// `claude mcp add --transport http` (with a key in a header) is caged by
+// protect --fix (mcpcage run --url, the key moved to the entry's env
+// block); `claude mcp list` connects through mcpcage; unwrap restores the
+// file byte for byte.
+func TestRemoteFixRealClient(t *testing.T) {
+	prefix := npmClients(t)
+	claude := filepath.Join(prefix, "node_modules", ".bin", "claude")
+	const key = "k-live-9c41e2d7aa"
+	base := startRemoteServer(t, prefix, "MODE=streamable", "NEED_HEADER=X-Api-Key: "+key)
+	dir := stateDir(t)
+	homeDir := filepath.Join(dir, "home")
+	if err := os.MkdirAll(homeDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MCPCAGE_HOME", filepath.Join(dir, "mcpcage"))
+	clientEnv := []string{"HOME=" + homeDir, "PATH=" + os.Getenv("PATH"), "USER=" + os.Getenv("USER"), "DISABLE_AUTOUPDATER=1", "MCPCAGE_HOME=" + filepath.Join(dir, "mcpcage")}
+	claudeRun := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, claude, args...)
+		cmd.Env, cmd.Dir = clientEnv, homeDir
+		cmd.WaitDelay = 15 * time.Second
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("claude %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	claudeRun("mcp", "add", "--scope", "user", "--transport", "http", "remote", base+"/mcp", "--header", "X-Api-Key: "+key)
+	cfg := filepath.Join(homeDir, ".claude.json")
+	before, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(claudeRun("mcp", "list"), "Connected") {
+		t.Fatal("the remote server does not connect before --fix")
+	}
+	exe, err := exec.LookPath("mcpcage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	opts := &ProtectOptions{
+		IO:      &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+		Layout:  clients.Layout{OS: "linux", Home: homeDir, Getenv: func(string) string { return "" }},
+		Clients: []string{"claude-code"}, Fix: true, Yes: true, NoInstall: true, Exe: exe, Now: time.Now,
+	}
+	if err := protectRun(opts); err != nil {
+		t.Fatalf("protect --fix: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "Caged 1 server in 1 file") || !strings.Contains(out.String(), "mcpcage login remote") {
+		t.Fatalf("protect --fix said:\n%s", out.String())
+	}
+	fixed, _ := os.ReadFile(cfg)
+	var doc struct {
+		MCPServers map[string]struct {
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+			URL     string            `json:"url"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(fixed, &doc); err != nil {
+		t.Fatal(err)
+	}
+	e := doc.MCPServers["remote"]
+	if e.Command != exe || e.URL != "" || strings.Contains(strings.Join(e.Args, " "), key) || e.Env["MCPCAGE_HEADER_X_API_KEY"] != key {
+		t.Fatalf("the caged entry: %+v", e)
+	}
+	list := claudeRun("mcp", "list")
+	ok := false
+	for _, l := range strings.Split(list, "\n") {
+		ok = ok || strings.HasPrefix(l, "remote: ") && strings.Contains(l, "mcpcage run") && strings.Contains(l, "Connected")
+	}
+	if !ok {
+		t.Fatalf("claude mcp list after --fix:\n%s", list)
+	}
+
+	out.Reset()
+	uopts := &UnwrapOptions{ProtectOptions: ProtectOptions{IO: &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+		Layout: opts.Layout, Clients: []string{"claude-code"}, Yes: true, Now: time.Now}}
+	if err := unwrapRun(uopts); err != nil {
+		t.Fatalf("unwrap: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	after, _ := os.ReadFile(cfg)
+	if !bytes.Equal(after, before) {
+		t.Errorf("unwrap did not restore the file byte for byte:\n%s\nwant:\n%s", after, before)
 	}
 }

@@ -65,6 +65,19 @@ func unwrapRun(opts *UnwrapOptions) error {
 	// wrapped, may have been written by anyone (a cloned repository's
 	// .mcp.json), and "restoring" it would run their command uncaged.
 	why := func(path string, s clients.Server) string {
+		if s.RemoteCaged() {
+			if ledger == nil {
+				return "mcpcage's record of what protect --fix caged cannot be read"
+			}
+			wrote, orig := ledger.Remote(path, s.Where)
+			switch {
+			case orig == "":
+				return "protect --fix did not cage it on this machine (it has no record of the remote entry it replaced)"
+			case !slices.Equal(wrote, s.Args):
+				return "it is no longer what protect --fix wrote"
+			}
+			return ""
+		}
 		cmd, args, w := s.Restorable()
 		if w != "" {
 			return w
@@ -81,7 +94,15 @@ func unwrapRun(opts *UnwrapOptions) error {
 		}
 		return ""
 	}
-	plans := planEdit(reports, clients.OpUnwrap, func(*fileReport) clients.Wrap { return clients.Wrap{} },
+	plans := planEdit(reports, clients.OpUnwrap, func(r *fileReport) clients.Wrap {
+		return clients.Wrap{Original: func(s clients.Server) string {
+			if ledger == nil {
+				return ""
+			}
+			_, orig := ledger.Remote(r.File.Path, s.Where)
+			return orig
+		}}
+	},
 		func(path string, s clients.Server) bool { return why(path, s) == "" }, &errs)
 	for _, l := range errs.lines {
 		untrusted.Fprintf(opts.IO.ErrOut, "mcpcage: warning: left as it is: %s\n", l)

@@ -3,9 +3,11 @@ package clients
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/mcpcage/mcpcage/internal/secrets"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -135,11 +137,26 @@ func TestFixtures(t *testing.T) {
 				t.Fatalf("fix: %v", err)
 			}
 			var names []string
+			remoteFixed := map[string]bool{}
+			originals := map[string]string{}
 			for _, ch := range changes {
+				if ch.Original != "" {
+					remoteFixed[ch.Before.Name] = true
+					originals[key(ch.Before.Where)] = ch.Original
+					checkRemoteFix(t, ch)
+					continue
+				}
 				names = append(names, ch.Before.Name)
 			}
 			if !reflect.DeepEqual(names, fx.caged) {
 				t.Errorf("fix caged %q, want %q", names, fx.caged)
+			}
+			// Every remote entry mcpcage can bridge was replaced.
+			servers, _ := Read(c.Format, orig, c.Tables)
+			for _, sv := range servers {
+				if ok, why := sv.Cageable(); sv.Kind() == KindRemote && ok != remoteFixed[sv.Name] {
+					t.Errorf("remote entry %q: cageable %v (%s), replaced %v", sv.Name, ok, why, remoteFixed[sv.Name])
+				}
 			}
 
 			// The file still parses in its client's format, and only the
@@ -156,6 +173,9 @@ func TestFixtures(t *testing.T) {
 			for k, b := range before {
 				a := after[k]
 				name := k[strings.LastIndex(k, "\x00")+1:]
+				if remoteFixed[name] {
+					continue // checkRemoteFix
+				}
 				if !cagedNames[name] {
 					if !reflect.DeepEqual(a, b) {
 						t.Errorf("entry %q changed: %v -> %v", name, b, a)
@@ -191,12 +211,12 @@ func TestFixtures(t *testing.T) {
 				t.Errorf("second fix changed something: %v %d", err, len(changes2))
 			}
 
-			back, changes3, err := Edit(c.Format, fixed, c.Tables, OpUnwrap, "", nil)
+			back, changes3, err := EditWith(c.Format, fixed, c.Tables, OpUnwrap, Wrap{Original: func(s Server) string { return originals[key(s.Where)] }}, nil)
 			if err != nil {
 				t.Fatalf("unwrap: %v", err)
 			}
-			if len(changes3) != len(fx.caged) {
-				t.Errorf("unwrap restored %d entries, want %d", len(changes3), len(fx.caged))
+			if len(changes3) != len(fx.caged)+len(remoteFixed) {
+				t.Errorf("unwrap restored %d entries, want %d", len(changes3), len(fx.caged)+len(remoteFixed))
 			}
 			if !bytes.Equal(back, orig) {
 				t.Errorf("unwrap(fix(x)) != x:\n%s", back)
@@ -232,13 +252,17 @@ func envOrder(t *testing.T, file, name string, entry map[string]any) []string {
 func TestUnwrapKeepsLaterEdits(t *testing.T) {
 	c := Lookup("cursor")
 	orig := readFixture(t, "cursor_mcp.json")
-	fixed, _, err := Edit(c.Format, orig, c.Tables, OpFix, exe, nil)
+	fixed, changes, err := Edit(c.Format, orig, c.Tables, OpFix, exe, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	originals := map[string]string{}
+	for _, ch := range changes {
+		originals[key(ch.Before.Where)] = ch.Original
+	}
 	edited := bytes.Replace(fixed, []byte(`"BRAVE_API_KEY"`), []byte(`"BRAVE_API_KEY_NEW"`), 1)
 	edited = bytes.Replace(edited, []byte(`"/Users/ana/Downloads"`), []byte(`"/Users/ana/Music"`), 1)
-	back, _, err := Edit(c.Format, edited, c.Tables, OpUnwrap, "", nil)
+	back, _, err := EditWith(c.Format, edited, c.Tables, OpUnwrap, Wrap{Original: func(s Server) string { return originals[key(s.Where)] }}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,6 +373,26 @@ func TestSecretsFoundAndRedacted(t *testing.T) {
 		sort.Strings(w)
 		if !reflect.DeepEqual(got, w) {
 			t.Errorf("%s: secrets\n got %q\nwant %q", fx.file, got, w)
+		}
+	}
+}
+
+// checkRemoteFix: a remote entry became `mcpcage run --url URL` with its
+// headers, a secret's value moved to the env block and named there, and
+// no transport member left.
+func checkRemoteFix(t *testing.T, ch Change) {
+	t.Helper()
+	a, b := ch.After, ch.Before
+	if a.Command != exe || !a.RemoteCaged() || a.URL != "" || len(a.Headers) != 0 || (a.Transport != "" && a.Transport != "stdio") {
+		t.Errorf("remote entry %q became %+v", b.Name, a)
+	}
+	i := slices.Index(a.Args, "--url")
+	if i < 0 || i+1 >= len(a.Args) || a.Args[i+1] != b.URL {
+		t.Errorf("remote entry %q: args %q do not name its URL", b.Name, a.Args)
+	}
+	for _, h := range b.Headers {
+		if _, _, secret := secrets.Check(h.Name, h.Value); secret && slices.ContainsFunc(a.Args, func(s string) bool { return strings.Contains(s, h.Value) }) {
+			t.Errorf("remote entry %q: the secret of header %s is in its args", b.Name, h.Name)
 		}
 	}
 }

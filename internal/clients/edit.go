@@ -21,7 +21,10 @@ const (
 // Change is one entry an edit changes.
 type Change struct {
 	Before, After Server
-	idx           int // the entry's position among the file's entries
+	// Original is a remote entry's object as it was written before --fix
+	// (for unwrap, which puts it back byte for byte); "" for the others.
+	Original string
+	idx      int // the entry's position among the file's entries
 }
 
 // ErrCheck means an edit did not pass its own check: a bug in mcpcage, and
@@ -64,6 +67,9 @@ type Wrap struct {
 	// Flags, when set, returns further run flags for an entry (--home,
 	// --mount, --workdir), written between the --env flags and "--".
 	Flags func(Server) []string
+	// Original, for OpUnwrap, is a caged remote entry's object as it was
+	// written before --fix (the ledger's), "" when unknown.
+	Original func(Server) string
 }
 
 // Args is what a cageable entry's args start with once caged; the original
@@ -115,8 +121,10 @@ func verify(f Format, before, after []byte, tables [][]string, changes []Change)
 	}
 	// By position: two entries may have the same key path (a repeated name).
 	want := map[int]Server{}
+	whole := map[int]bool{} // remote entries: the whole entry changes
 	for _, c := range changes {
 		want[c.idx] = c.After
+		whole[c.idx] = c.Original != ""
 	}
 	for i := range a {
 		if key(a[i].Where) != key(b[i].Where) {
@@ -124,7 +132,11 @@ func verify(f Format, before, after []byte, tables [][]string, changes []Change)
 		}
 		exp := a[i]
 		if w, ok := want[i]; ok {
-			exp.Command, exp.Args = w.Command, w.Args
+			if whole[i] {
+				exp = w
+			} else {
+				exp.Command, exp.Args = w.Command, w.Args
+			}
 		}
 		if len(exp.Args) == 0 {
 			exp.Args = nil

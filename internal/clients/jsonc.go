@@ -13,6 +13,7 @@ import (
 // values an edit changes.
 type jsonEntry struct {
 	srv  Server
+	val  *hujson.Value // the entry's object
 	cmd  *hujson.Value // the command's value (Zed's older form: "path")
 	args *hujson.Value // the args array
 }
@@ -114,7 +115,7 @@ func (d *jsonDoc) entry(v *hujson.Value, name string, where []string) {
 	if !ok {
 		return
 	}
-	e := &jsonEntry{srv: Server{Name: name, Where: where}}
+	e := &jsonEntry{srv: Server{Name: name, Where: where}, val: v}
 	s := &e.srv
 	cmdObj, cmdKey := obj, "command"
 	// Zed's older form: "command": {"path": ..., "args": [...], "env": {...}}.
@@ -306,6 +307,26 @@ func editJSON(data []byte, tables [][]string, op Op, w Wrap, only func(Server) b
 			continue
 		}
 		before := e.srv
+		switch {
+		case op == OpFix && before.Kind() == KindRemote && !before.Caged():
+			if ok, _ := before.Cageable(); !ok {
+				continue
+			}
+			orig := e.original()
+			e.fixRemote(w)
+			changes = append(changes, Change{Before: before, After: e.reread(), Original: orig, idx: i})
+			continue
+		case op == OpUnwrap && before.RemoteCaged():
+			if w.Original == nil {
+				continue
+			}
+			orig := w.Original(before)
+			if orig == "" || !e.restore(orig) {
+				continue
+			}
+			changes = append(changes, Change{Before: before, After: e.reread(), Original: orig, idx: i})
+			continue
+		}
 		switch op {
 		case OpFix:
 			if ok, _ := e.srv.Cageable(); !ok || e.cmd == nil || e.args == nil {

@@ -75,7 +75,11 @@ func checkLayout(t *testing.T, l Layout, root, project string, wants []want) {
 			t.Fatalf("%s: write: %v", f.Path, err)
 		}
 		onDisk, _ := os.ReadFile(f.Path)
-		back, _, err := Edit(f.Client.Format, onDisk, f.Client.Tables, OpUnwrap, "", nil)
+		originals := map[string]string{}
+		for _, ch := range changes {
+			originals[key(ch.Before.Where)] = ch.Original
+		}
+		back, _, err := EditWith(f.Client.Format, onDisk, f.Client.Tables, OpUnwrap, Wrap{Original: func(s Server) string { return originals[key(s.Where)] }}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -170,7 +170,7 @@ func (s Server) CageFlags() []string {
 // Kind says how the server starts; for a caged entry, how the server inside
 // the cage starts.
 func (s Server) Kind() Kind {
-	if s.URL != "" || (!s.HasCommand && (s.Transport == "http" || s.Transport == "sse" || s.Transport == "streamable-http")) {
+	if s.URL != "" || s.RemoteCaged() || (!s.HasCommand && (s.Transport == "http" || s.Transport == "sse" || s.Transport == "streamable-http")) {
 		return KindRemote
 	}
 	cmd, args := s.Command, s.Args
@@ -212,7 +212,7 @@ func (s Server) Cageable() (bool, string) {
 	}
 	switch s.Kind() {
 	case KindRemote:
-		return false, "a remote server runs elsewhere; mcpcage cannot cage it"
+		return s.remoteCageable()
 	case KindImage:
 		img := "IMAGE"
 		if d := parseDockerRun(s.Args); d.image != "" {
@@ -356,6 +356,9 @@ type Reach struct {
 	// Hosts are a caged server's --allow-host list: the network, to those
 	// hosts only.
 	Hosts []string `json:"hosts,omitempty"`
+	// Remote is the address a caged remote server is reached at (run
+	// --url), its query's values redacted.
+	Remote string `json:"remote,omitempty"`
 	// Refused says why `mcpcage run` would refuse a caged entry as it is
 	// written (a --mount of a path that does not exist, a bad flag).
 	Refused string `json:"refused,omitempty"`

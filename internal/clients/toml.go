@@ -95,6 +95,8 @@ func parseTOML(data []byte) (*tomlDoc, error) {
 		}
 		if u, ok := m["url"].(string); ok {
 			s.URL = u
+			// Codex's remote entries are not rewritten yet.
+			s.Problem = "a remote entry of a TOML file is not rewritten yet: write it as command = \"mcpcage\", args = [\"run\", \"--url\", URL] by hand"
 		}
 		s.Headers = tomlVars(m["http_headers"], hdrOrder[name])
 		if b, ok := m["enabled"].(bool); ok && !b {

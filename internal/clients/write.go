@@ -165,6 +165,10 @@ type LedgerEntry struct {
 	File  string   `json:"file"`
 	Where []string `json:"where"`
 	Inner []string `json:"inner,omitempty"`
+	// A remote entry --fix replaced: the args it wrote, and the entry's
+	// object as it was written (unwrap puts it back byte for byte).
+	Wrote    []string `json:"wrote,omitempty"`
+	Original string   `json:"original,omitempty"`
 }
 
 // OpenLedger reads the ledger at path; a missing file is an empty ledger.
@@ -223,6 +227,29 @@ func (l *Ledger) Record(file string, where []string, inner []string) {
 			l.Caged[i].Inner = append([]string(nil), inner...)
 		}
 	}
+}
+
+// RecordRemote records a remote entry --fix replaced with wrote, and its
+// object as it was.
+func (l *Ledger) RecordRemote(file string, where []string, wrote []string, original string) {
+	l.Set(file, where, true)
+	f, k := realPath(file), key(where)
+	for i, e := range l.Caged {
+		if e.File == f && key(e.Where) == k {
+			l.Caged[i].Wrote, l.Caged[i].Original = append([]string(nil), wrote...), original
+		}
+	}
+}
+
+// Remote is what RecordRemote recorded for the entry ("" when nothing).
+func (l *Ledger) Remote(file string, where []string) (wrote []string, original string) {
+	f, k := realPath(file), key(where)
+	for _, e := range l.Caged {
+		if e.File == f && key(e.Where) == k {
+			return e.Wrote, e.Original
+		}
+	}
+	return nil, ""
 }
 
 // Set records (caged) or forgets (not caged) an entry.
