@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mcpcage/mcpcage/internal/clients"
@@ -54,7 +55,13 @@ func checkEdits(t *testing.T, format clients.Format, tables [][]string, x []byte
 	if err != nil || len(changes2) != 0 || !bytes.Equal(again, fixed) {
 		t.Fatalf("second fix changed something (err %v, %d changes)\n%s", err, len(changes2), fixed)
 	}
-	back, _, err := clients.Edit(format, fixed, tables, clients.OpUnwrap, "", nil)
+	// Remote entries come back from what --fix replaced (the ledger's).
+	originals := map[string]string{}
+	for _, c := range changes {
+		originals[strings.Join(c.Before.Where, "\x00")] = c.Original
+	}
+	restore := clients.Wrap{Original: func(s clients.Server) string { return originals[strings.Join(s.Where, "\x00")] }}
+	back, _, err := clients.EditWith(format, fixed, tables, clients.OpUnwrap, restore, nil)
 	if errors.Is(err, clients.ErrCheck) {
 		t.Fatalf("unwrap failed its own check: %v\n%q", err, fixed)
 	}
@@ -67,7 +74,7 @@ func checkEdits(t *testing.T, format clients.Format, tables [][]string, x []byte
 		}
 		return
 	}
-	direct, _, err2 := clients.Edit(format, x, tables, clients.OpUnwrap, "", nil)
+	direct, _, err2 := clients.EditWith(format, x, tables, clients.OpUnwrap, restore, nil)
 	if err == nil && err2 == nil && !bytes.Equal(back, direct) {
 		t.Fatalf("unwrap(fix(x)) != unwrap(x)\n x: %q", x)
 	}

@@ -387,8 +387,18 @@ func checkRemoteFix(t *testing.T, ch Change) {
 		t.Errorf("remote entry %q became %+v", b.Name, a)
 	}
 	i := slices.Index(a.Args, "--url")
-	if i < 0 || i+1 >= len(a.Args) || a.Args[i+1] != b.URL {
+	if i < 0 || i+1 >= len(a.Args) {
+		t.Fatalf("remote entry %q: args %q name no URL", b.Name, a.Args)
+	}
+	u := a.Args[i+1]
+	for _, v := range a.Env {
+		u = strings.ReplaceAll(u, "${"+v.Name+"}", v.Value)
+	}
+	if u != b.URL {
 		t.Errorf("remote entry %q: args %q do not name its URL", b.Name, a.Args)
+	}
+	if len(secrets.URL(a.Args[i+1])) > 0 {
+		t.Errorf("remote entry %q: a secret of its URL is in its args", b.Name)
 	}
 	for _, h := range b.Headers {
 		if _, _, secret := secrets.Check(h.Name, h.Value); secret && slices.ContainsFunc(a.Args, func(s string) bool { return strings.Contains(s, h.Value) }) {

@@ -43,6 +43,17 @@ func parseJSON(data []byte, tables [][]string) (*jsonDoc, error) {
 	for _, t := range tables {
 		doc.walk(&doc.root, t, nil)
 	}
+	// A remote entry comes back from the ledger by its place in the file:
+	// two entries at one place (a repeated name) cannot be told apart.
+	seen := map[string]int{}
+	for _, e := range doc.entries {
+		seen[key(e.srv.Where)]++
+	}
+	for _, e := range doc.entries {
+		if seen[key(e.srv.Where)] > 1 && (e.srv.URL != "" || e.srv.RemoteCaged()) && e.srv.Problem == "" {
+			e.srv.Problem = "its name appears more than once at the same place in this file; edit it by hand"
+		}
+	}
 	return doc, nil
 }
 
@@ -317,7 +328,7 @@ func editJSON(data []byte, tables [][]string, op Op, w Wrap, only func(Server) b
 			changes = append(changes, Change{Before: before, After: e.reread(), Original: orig, idx: i})
 			continue
 		case op == OpUnwrap && before.RemoteCaged():
-			if w.Original == nil {
+			if w.Original == nil || before.Problem != "" {
 				continue
 			}
 			orig := w.Original(before)

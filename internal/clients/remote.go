@@ -81,8 +81,8 @@ func remoteWrap(s Server, w Wrap) (args []string, env map[string]string) {
 			}
 		}
 	}
-	args = append(args, "--url", s.URL)
 	env = map[string]string{}
+	args = append(args, "--url", urlWithRefs(s.URL, env))
 	for _, h := range s.Headers {
 		v := h.Value
 		_, _, secret := secrets.Check(h.Name, v)
@@ -94,6 +94,26 @@ func remoteWrap(s Server, w Wrap) (args []string, env map[string]string) {
 		args = append(args, "--header", h.Name+": "+v)
 	}
 	return args, env
+}
+
+// urlWithRefs is u with each query value that is a secret moved to env
+// and named as ${VAR} (run --url fills it in; the client's config keeps the
+// value in the env block, as it keeps the others).
+func urlWithRefs(u string, env map[string]string) string {
+	base, q, ok := strings.Cut(u, "?")
+	if !ok {
+		return u
+	}
+	parts := strings.Split(q, "&")
+	for i, kv := range parts {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, _, secret := secrets.Check(k, v); secret {
+			name := "MCPCAGE_QUERY_" + strings.TrimPrefix(headerEnv(k), "MCPCAGE_HEADER_")
+			env[name] = v
+			parts[i] = k + "=${" + name + "}"
+		}
+	}
+	return base + "?" + strings.Join(parts, "&")
 }
 
 // fixRemote rewrites a remote entry's object in place: the members of its
