@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -110,6 +113,37 @@ func startRemoteServer(t *testing.T, prefix string, env ...string) string {
 	return ""
 }
 
+// startEverythingHTTP starts the everything server's Streamable HTTP
+// transport (npx -y PKG streamableHttp, on the host) on a free loopback
+// port and returns its base URL once it accepts connections.
+func startEverythingHTTP(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command("npx", "-y", everything, "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "npm_config_update_notifier=false")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return "http://" + addr
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s streamableHttp did not listen on %s in 3 minutes", everything, addr)
+	return ""
+}
+
 // TestRunURLRealServerAndClients: remote servers made with the official
 // TypeScript SDK, Streamable HTTP and HTTP+SSE, one wanting a key, reached
 // through `mcpcage run --url` by the SDK's own stdio client (the key from
@@ -121,6 +155,7 @@ func TestRunURLRealServerAndClients(t *testing.T) {
 	const key = "k-live-5be0c1d2"
 	streamable := startRemoteServer(t, prefix, "MODE=streamable", "NEED_HEADER=X-Api-Key: "+key)
 	sse := startRemoteServer(t, prefix, "MODE=sse")
+	evHTTP := startEverythingHTTP(t)
 	dir := stateDir(t)
 	homeDir := filepath.Join(dir, "home")
 	if err := os.MkdirAll(homeDir, 0o755); err != nil {
@@ -139,6 +174,7 @@ func TestRunURLRealServerAndClients(t *testing.T) {
 	servers := map[string]entry{
 		"streamable": {exe, []string{"run", "--home", state, "--url", streamable + "/mcp", "--header", "X-Api-Key: ${API_KEY}"}, map[string]string{"API_KEY": key}},
 		"sse":        {exe, []string{"run", "--home", state, "--url", sse + "/sse"}, nil},
+		"everything": {exe, []string{"run", "--home", state, "--url", evHTTP + "/mcp"}, nil},
 	}
 	b, _ := json.Marshal(map[string]any{"mcpServers": servers})
 	cfg := filepath.Join(homeDir, ".claude.json")
@@ -148,7 +184,8 @@ func TestRunURLRealServerAndClients(t *testing.T) {
 
 	res := runTSClient(t, prefix, cfg, `{}`, homeDir, homeDir)
 	for name := range servers {
-		if tools, ok := res[name].([]any); !ok || len(tools) != 1 || tools[0] != "echo" {
+		tools, ok := res[name].([]any)
+		if !ok || len(tools) == 0 || tools[0] != "echo" || name != "everything" && len(tools) != 1 {
 			t.Errorf("TypeScript SDK client, %s: %v", name, res[name])
 		}
 	}
