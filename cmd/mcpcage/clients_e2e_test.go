@@ -56,6 +56,25 @@ func npmClients(t *testing.T) string {
 	return prefix
 }
 
+// claudeRunner runs Claude Code with env in dir and returns what it printed;
+// a failure ends the test.
+func claudeRunner(t *testing.T, claude string, env []string, dir string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, claude, args...)
+		cmd.Env, cmd.Dir = env, dir
+		// Servers it started may hold its output open a moment longer.
+		cmd.WaitDelay = 15 * time.Second
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("claude %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+}
+
 // tsClient connects the TypeScript SDK's own stdio client to every server of
 // a Claude Code file, with the SDK's default environment (HOME, PATH, USER,
 // ...: no MCPCAGE_HOME) plus the entry's env block, offering caps, and prints
@@ -123,20 +142,7 @@ func TestRealClientsAfterFix(t *testing.T) {
 	writeFile(t, filepath.Join(proj, "README"), "the project")
 
 	clientEnv := []string{"HOME=" + homeDir, "PATH=" + os.Getenv("PATH"), "USER=" + os.Getenv("USER"), "DISABLE_AUTOUPDATER=1"}
-	claudeRun := func(args ...string) string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, claude, args...)
-		cmd.Env, cmd.Dir = clientEnv, proj
-		// Servers it started may hold its output open a moment longer.
-		cmd.WaitDelay = 15 * time.Second
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("claude %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	claudeRun := claudeRunner(t, claude, clientEnv, proj)
 	servers := map[string][]string{
 		"everything": {"npx", "-y", everything},
 		"memory":     {"npx", "-y", memory},

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"net"
 	"os"
@@ -190,18 +189,10 @@ func TestRunURLRealServerAndClients(t *testing.T) {
 		}
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, claude, "mcp", "list")
-	cmd.Env, cmd.Dir = []string{"HOME=" + homeDir, "PATH=" + os.Getenv("PATH"), "USER=" + os.Getenv("USER"), "DISABLE_AUTOUPDATER=1"}, homeDir
-	cmd.WaitDelay = 15 * time.Second
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("claude mcp list: %v\n%s", err, out)
-	}
+	out := claudeRunner(t, claude, []string{"HOME=" + homeDir, "PATH=" + os.Getenv("PATH"), "USER=" + os.Getenv("USER"), "DISABLE_AUTOUPDATER=1"}, homeDir)("mcp", "list")
 	for name := range servers {
 		ok := false
-		for _, l := range strings.Split(string(out), "\n") {
+		for _, l := range strings.Split(out, "\n") {
 			ok = ok || strings.HasPrefix(l, name+": ") && strings.Contains(l, "Connected")
 		}
 		if !ok {
@@ -242,19 +233,7 @@ func TestRemoteFixRealClient(t *testing.T) {
 	}
 	t.Setenv("MCPCAGE_HOME", filepath.Join(dir, "mcpcage"))
 	clientEnv := []string{"HOME=" + homeDir, "PATH=" + os.Getenv("PATH"), "USER=" + os.Getenv("USER"), "DISABLE_AUTOUPDATER=1", "MCPCAGE_HOME=" + filepath.Join(dir, "mcpcage")}
-	claudeRun := func(args ...string) string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, claude, args...)
-		cmd.Env, cmd.Dir = clientEnv, homeDir
-		cmd.WaitDelay = 15 * time.Second
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("claude %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	claudeRun := claudeRunner(t, claude, clientEnv, homeDir)
 	claudeRun("mcp", "add", "--scope", "user", "--transport", "http", "remote", base+"/mcp", "--header", "X-Api-Key: "+key)
 	cfg := filepath.Join(homeDir, ".claude.json")
 	before, err := os.ReadFile(cfg)

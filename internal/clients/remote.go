@@ -124,7 +124,6 @@ func (e *jsonEntry) fixRemote(w Wrap) {
 	args, env := remoteWrap(e.srv, w)
 	indent := hujson.Extra(nil)
 	kept := obj.Members[:0:0]
-	hadType := false
 	for _, m := range obj.Members {
 		name, _ := litString(&m.Name)
 		if indent == nil {
@@ -134,7 +133,6 @@ func (e *jsonEntry) fixRemote(w Wrap) {
 		case "url", "serverUrl", "httpUrl", "headers":
 			continue
 		case "type":
-			hadType = true
 			m.Value = hujson.Value{BeforeExtra: m.Value.BeforeExtra, Value: jsonString("stdio"), AfterExtra: m.Value.AfterExtra}
 		}
 		kept = append(kept, m)
@@ -142,7 +140,6 @@ func (e *jsonEntry) fixRemote(w Wrap) {
 	if indent == nil {
 		indent = hujson.Extra(" ")
 	}
-	_ = hadType
 	member := func(name string, v hujson.ValueTrimmed) hujson.ObjectMember {
 		return hujson.ObjectMember{Name: hujson.Value{BeforeExtra: append(hujson.Extra(nil), indent...), Value: jsonString(name)}, Value: hujson.Value{BeforeExtra: hujson.Extra(" "), Value: v}}
 	}

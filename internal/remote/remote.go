@@ -353,8 +353,26 @@ func (s *Server) send(line []byte, id json.RawMessage, isRequest bool) {
 }
 
 // post sends one message to target with the user's headers and the
-// session's.
+// session's; a 401 asking for an OAuth token gets a login (one at a time),
+// then the same message once more.
 func (s *Server) post(target *url.URL, body []byte) (*http.Response, error) {
+	resp, err := s.postOnce(target, body)
+	if err != nil {
+		return nil, err
+	}
+	challenge := resp.Header.Values("WWW-Authenticate")
+	if resp.StatusCode != http.StatusUnauthorized || s.opts.Auth == nil || s.opts.Header.Get("Authorization") != "" || !bearerChallenge(challenge) {
+		return resp, nil
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if err := s.opts.Auth.Unauthorized(s.ctx, challenge); err != nil {
+		return nil, err
+	}
+	return s.postOnce(target, body)
+}
+
+func (s *Server) postOnce(target *url.URL, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(s.ctx, http.MethodPost, target.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -366,31 +384,6 @@ func (s *Server) post(target *url.URL, body []byte) (*http.Response, error) {
 		return nil, err
 	}
 	resp, err := s.client.Do(req)
-	if err != nil {
-		return nil, s.transportError(err)
-	}
-	challenge := resp.Header.Values("WWW-Authenticate")
-	if resp.StatusCode != http.StatusUnauthorized || s.opts.Auth == nil || s.opts.Header.Get("Authorization") != "" || !bearerChallenge(challenge) {
-		return resp, nil
-	}
-	// The server wants an OAuth token: a login (one at a time), then the
-	// same message once more.
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	if err := s.opts.Auth.Unauthorized(s.ctx, challenge); err != nil {
-		return nil, err
-	}
-	req, err = http.NewRequestWithContext(s.ctx, http.MethodPost, target.String(), bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	s.headers(req)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if err := s.bearer(req); err != nil {
-		return nil, err
-	}
-	resp, err = s.client.Do(req)
 	if err != nil {
 		return nil, s.transportError(err)
 	}
