@@ -21,6 +21,9 @@ func (s Server) remoteCageable() (bool, string) {
 	if s.Problem != "" {
 		return false, s.Problem
 	}
+	if s.HasCommand || len(s.Args) > 0 {
+		return false, "it has both a command and a URL; edit it by hand"
+	}
 	if !remoteTransports[s.Transport] {
 		return false, fmt.Sprintf("its type %q is not a remote transport mcpcage speaks", s.Transport)
 	}
@@ -68,8 +71,11 @@ func headerEnv(name string) string {
 
 // remoteWrap is the command line and env block that run a remote entry
 // under mcpcage: its headers on the command line, a value that is a secret
-// or a reference moved to the env block and named as ${VAR}.
-func remoteWrap(s Server, w Wrap) (args []string, env map[string]string) {
+// moved to the env block and named as ${VAR}; with refsInEnv (clients that
+// fill in references in an env block: the JSON ones) a value holding a
+// reference moves too, else it stays on the command line for mcpcage to
+// fill in from the variables the client passes (Codex's env_vars).
+func remoteWrap(s Server, w Wrap, refsInEnv bool) (args []string, env map[string]string) {
 	args = []string{"run"}
 	if n := CageName(s.Name); n != "" {
 		args = append(args, "--name="+n)
@@ -86,7 +92,8 @@ func remoteWrap(s Server, w Wrap) (args []string, env map[string]string) {
 	for _, h := range s.Headers {
 		v := h.Value
 		_, _, secret := secrets.Check(h.Name, v)
-		if secret || secrets.SecretName(h.Name) || strings.Contains(v, "${") {
+		ref := strings.Contains(v, "${")
+		if secret || refsInEnv && ref || !ref && secrets.SecretName(h.Name) {
 			k := headerEnv(h.Name)
 			env[k] = v
 			v = "${" + k + "}"
@@ -121,7 +128,7 @@ func urlWithRefs(u string, env map[string]string) string {
 // and command, args and env are added; every other member stays as it was.
 func (e *jsonEntry) fixRemote(w Wrap) {
 	obj := e.val.Value.(*hujson.Object)
-	args, env := remoteWrap(e.srv, w)
+	args, env := remoteWrap(e.srv, w, true)
 	indent := hujson.Extra(nil)
 	kept := obj.Members[:0:0]
 	for _, m := range obj.Members {
@@ -130,7 +137,8 @@ func (e *jsonEntry) fixRemote(w Wrap) {
 			indent = append(hujson.Extra(nil), m.Name.BeforeExtra...)
 		}
 		switch name {
-		case "url", "serverUrl", "httpUrl", "headers":
+		case "url", "serverUrl", "httpUrl", "headers", "command", "args", "env":
+			// (command and args are empty here, env too: remoteCageable)
 			continue
 		case "type":
 			m.Value = hujson.Value{BeforeExtra: m.Value.BeforeExtra, Value: jsonString("stdio"), AfterExtra: m.Value.AfterExtra}

@@ -18,6 +18,7 @@ type span struct{ start, end int }
 
 type tomlEntry struct {
 	srv      Server
+	remote   *tomlSpans // a remote entry's table (Server.URL set)
 	cmd      span
 	args     span // from '[' to ']' inclusive
 	elems    []span
@@ -95,19 +96,34 @@ func parseTOML(data []byte) (*tomlDoc, error) {
 		}
 		if u, ok := m["url"].(string); ok {
 			s.URL = u
-			// Codex's remote entries are not rewritten yet.
-			s.Problem = "a remote entry of a TOML file is not rewritten yet: write it as command = \"mcpcage\", args = [\"run\", \"--url\", URL] by hand"
 		}
 		s.Headers = tomlVars(m["http_headers"], hdrOrder[name])
+		// Codex's other ways of giving a remote server a header: from a
+		// variable of its own environment.
+		if v, ok := m["bearer_token_env_var"].(string); ok {
+			s.Headers = append(s.Headers, Var{Name: "Authorization", Value: "Bearer ${" + v + "}"})
+			s.PassEnv = append(s.PassEnv, v)
+		}
+		for _, h := range tomlVars(m["env_http_headers"], nil) {
+			s.Headers = append(s.Headers, Var{Name: h.Name, Value: "${" + h.Value + "}"})
+			s.PassEnv = append(s.PassEnv, h.Value)
+		}
 		if b, ok := m["enabled"].(bool); ok && !b {
 			s.Disabled = true
 		}
-		if sp, ok := spans[name]; ok {
+		if sp, ok := spans[name]; ok && s.URL != "" {
+			// A remote entry is rewritten whole: a table of its own, each
+			// key once, nothing nested under it.
+			e.remote = sp
+			if !sp.ok || sp.sub || sp.keys["url"].end == 0 {
+				s.Problem = "it is not written as one [mcp_servers.NAME] table with its keys in it; edit it by hand"
+			}
+		} else if ok {
 			e.cmd, e.hasCmd = sp.cmd, sp.hasCmd
 			e.args, e.elems, e.hasArgs = sp.args, sp.elems, sp.hasArgs
 			e.editable = sp.ok && sp.hasCmd == s.HasCommand && len(sp.elems) == len(s.Args)
 		}
-		if !e.editable && s.Problem == "" && s.HasCommand {
+		if s.URL == "" && !e.editable && s.Problem == "" && s.HasCommand {
 			s.Problem = "it is not written as a [mcp_servers.NAME] table with command and args keys; edit it by hand"
 		}
 		doc.entries = append(doc.entries, e)
@@ -199,10 +215,31 @@ func editTOML(data []byte, op Op, w Wrap, only func(Server) bool) ([]byte, []Cha
 		if only != nil && !only(e.srv) {
 			continue
 		}
+		before := e.srv
+		switch {
+		case op == OpFix && e.remote != nil && before.Kind() == KindRemote && !before.Caged():
+			if ok, _ := before.Cageable(); !ok {
+				continue
+			}
+			reps = append(reps, tomlFixRemote(data, e.remote, before, w)...)
+			changes = append(changes, Change{Before: before, Original: string(data[e.remote.body.start:e.remote.body.end]), idx: i})
+			continue
+		case op == OpUnwrap && before.RemoteCaged():
+			sp := tomlTable(data, before.Name)
+			orig := ""
+			if w.Original != nil {
+				orig = w.Original(before)
+			}
+			if orig == "" || sp == nil || before.Problem != "" {
+				continue
+			}
+			reps = append(reps, replacement{sp.body, orig})
+			changes = append(changes, Change{Before: before, Original: orig, idx: i})
+			continue
+		}
 		if !e.editable || !e.hasCmd || !e.hasArgs {
 			continue
 		}
-		before := e.srv
 		switch op {
 		case OpFix:
 			if ok, _ := e.srv.Cageable(); !ok || len(e.elems) == 0 {
@@ -268,7 +305,86 @@ func editTOML(data []byte, op Op, w Wrap, only func(Server) bool) ([]byte, []Cha
 	for _, r := range reps {
 		out = append(out[:r.start:r.start], append([]byte(r.text), out[r.end:]...)...)
 	}
+	// A remote entry changed whole: what it is now is what the file says.
+	for k := range changes {
+		if changes[k].Original == "" {
+			continue
+		}
+		doc2, err := parseTOML(out)
+		if err != nil || changes[k].idx >= len(doc2.entries) {
+			return nil, nil, fmt.Errorf("%w: the rewritten remote entry does not parse", ErrCheck)
+		}
+		changes[k].After = doc2.entries[changes[k].idx].srv
+	}
 	return out, changes, nil
+}
+
+// tomlTable is the spans of the table [mcp_servers.NAME] as data has it now.
+func tomlTable(data []byte, name string) *tomlSpans {
+	sp := scanTOML(data)[name]
+	if sp == nil || !sp.ok || sp.sub || sp.body.end == 0 {
+		return nil
+	}
+	return sp
+}
+
+// tomlFixRemote rewrites a remote entry's table in place: its url line
+// becomes command and args (and env, env_vars when a header needs them),
+// the lines of http_headers, env_http_headers and bearer_token_env_var go;
+// every other line stays.
+func tomlFixRemote(data []byte, sp *tomlSpans, s Server, w Wrap) []replacement {
+	args, env := remoteWrap(s, w, false)
+	var b strings.Builder
+	b.WriteString("command = " + tomlString(w.Exe) + "\n")
+	b.WriteString("args = [")
+	for i, a := range args {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(tomlString(a))
+	}
+	b.WriteString("]\n")
+	if len(env) > 0 {
+		keys := make([]string, 0, len(env))
+		for k := range env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteString("env = { ")
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(k + " = " + tomlString(env[k]))
+		}
+		b.WriteString(" }\n")
+	}
+	if len(s.PassEnv) > 0 {
+		b.WriteString("env_vars = [")
+		for i, v := range s.PassEnv {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(tomlString(v))
+		}
+		b.WriteString("]\n")
+	}
+	line := func(k string) span {
+		ks := sp.keys[k]
+		end := ks.end
+		if end < len(data) && data[end-1] != '\n' {
+			// The last line of the file, without its newline.
+			end = len(data)
+		}
+		return span{ks.start, end}
+	}
+	reps := []replacement{{line("url"), b.String()}}
+	for _, k := range []string{"http_headers", "env_http_headers", "bearer_token_env_var", "type", "command", "args", "env", "env_vars"} {
+		if _, ok := sp.keys[k]; ok {
+			reps = append(reps, replacement{line(k), ""})
+		}
+	}
+	return reps
 }
 
 // tomlSpans are where one server's command and args are in the text.
@@ -277,6 +393,12 @@ type tomlSpans struct {
 	elems           []span
 	hasCmd, hasArgs bool
 	ok              bool
+	// keys are the lines of the table's keys (from the key to the end of
+	// its line); body is the table after its header line, up to the next
+	// header; sub says a table of its own nests under it.
+	keys map[string]span
+	body span
+	sub  bool
 }
 
 // scanTOML finds, for each [mcp_servers.NAME] table, the byte spans of its
@@ -288,14 +410,23 @@ func scanTOML(data []byte) (out map[string]*tomlSpans) {
 	sc := &tscan{b: data}
 	var table []string
 	tableOK := false
+	var open *tomlSpans // the server table whose body is being read
 	defer func() { _ = recover() }() // a scanner bug must never take mcpcage down
 	for {
 		sc.skipBlank()
 		if sc.eof() {
+			if open != nil {
+				open.body.end = len(data)
+			}
 			return out
 		}
 		switch sc.b[sc.i] {
 		case '[':
+			if open != nil {
+				// The body ends at the start of this header's line.
+				open.body.end = lineStart(data, sc.i)
+				open = nil
+			}
 			if sc.peek(1) == '[' {
 				sc.i += 2
 				if _, ok := sc.keyPath(']'); !ok || !sc.expect("]]") {
@@ -313,7 +444,22 @@ func scanTOML(data []byte) (out map[string]*tomlSpans) {
 			if !sc.endOfLine() {
 				return out
 			}
+			if tableOK && len(table) == 2 && table[0] == "mcp_servers" {
+				sp := out[table[1]]
+				if sp == nil {
+					sp = &tomlSpans{ok: true}
+					out[table[1]] = sp
+				}
+				sp.body = span{sc.i, sc.i}
+				open = sp
+			}
+			if tableOK && len(table) > 2 && table[0] == "mcp_servers" {
+				if sp := out[table[1]]; sp != nil {
+					sp.sub = true
+				}
+			}
 		default:
+			keyStart := sc.i
 			k, ok := sc.keyPath('=')
 			if !ok || !sc.expect("=") {
 				return out
@@ -334,6 +480,13 @@ func scanTOML(data []byte) (out map[string]*tomlSpans) {
 					sp = &tomlSpans{ok: true}
 					out[table[1]] = sp
 				}
+				if sp.keys == nil {
+					sp.keys = map[string]span{}
+				}
+				if _, dup := sp.keys[k[0]]; dup {
+					sp.ok = false
+				}
+				sp.keys[k[0]] = span{keyStart, sc.i}
 				switch k[0] {
 				case "command":
 					if sp.hasCmd || (data[start] != '"' && data[start] != '\'') {
@@ -349,6 +502,14 @@ func scanTOML(data []byte) (out map[string]*tomlSpans) {
 			}
 		}
 	}
+}
+
+// lineStart is the start of the line holding data[i].
+func lineStart(data []byte, i int) int {
+	for i > 0 && data[i-1] != '\n' {
+		i--
+	}
+	return i
 }
 
 type tscan struct {
