@@ -410,7 +410,7 @@ func scanTOML(data []byte) (out map[string]*tomlSpans) {
 	sc := &tscan{b: data}
 	var table []string
 	tableOK := false
-	var open *tomlSpans // the server table whose body is being read
+	var open *tomlSpans              // the server table whose body is being read
 	defer func() { _ = recover() }() // a scanner bug must never take mcpcage down
 	for {
 		sc.skipBlank()
