@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -293,5 +294,118 @@ func TestRemoteFixRealClient(t *testing.T) {
 	after, _ := os.ReadFile(cfg)
 	if !bytes.Equal(after, before) {
 		t.Errorf("unwrap did not restore the file byte for byte:\n%s\nwant:\n%s", after, before)
+	}
+}
+
+// fakeBrowser builds a program that follows an authorization URL to its
+// loopback redirect, as a person's click would, for $BROWSER.
+func fakeBrowser(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := `package main
+
+import (
+	"net/http"
+	"os"
+)
+
+func main() {
+	resp, err := http.Get(os.Args[1])
+	if err != nil {
+		os.Exit(1)
+	}
+	resp.Body.Close()
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module fakebrowser\n\ngo 1.22\n"), 0o644)
+	bin := filepath.Join(dir, "fake-browser")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the fake browser: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestRunURLSDKOAuth: the official TypeScript SDK's example server behind
+// its own example authorization server (simpleStreamableHttp --oauth, on
+// loopback): `mcpcage login` registers, authorizes with PKCE and the
+// resource indicator, keeps the token 0600, and the SDK's stdio client
+// then lists the server's tools through `mcpcage run --url`.
+func TestRunURLSDKOAuth(t *testing.T) {
+	prefix := npmClients(t)
+	free := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	}
+	mcpPort, authPort := free(), free()
+	script := filepath.Join(prefix, "node_modules", "@modelcontextprotocol", "sdk", "dist", "esm", "examples", "server", "simpleStreamableHttp.js")
+	srv := exec.Command("node", script, "--oauth")
+	srv.Env = append(os.Environ(), "MCP_PORT="+mcpPort, "MCP_AUTH_PORT="+authPort)
+	out, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "MCP Streamable HTTP Server listening") {
+				ready <- true
+			}
+		}
+		close(ready)
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatal("the SDK's example server ended before it listened")
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the SDK's example server did not listen in 60 s")
+	}
+	u := "http://localhost:" + mcpPort + "/mcp"
+	dir := stateDir(t)
+	state := filepath.Join(dir, "mcpcage")
+	exe, err := exec.LookPath("mcpcage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	login := exec.Command(exe, "login", "--name", "sdk-oauth", u)
+	login.Env = append(os.Environ(), "MCPCAGE_HOME="+state, "BROWSER="+fakeBrowser(t))
+	var stderr bytes.Buffer
+	login.Stderr = &stderr
+	lout, err := login.Output()
+	if err != nil || !strings.Contains(string(lout), "Authorized sdk-oauth") {
+		t.Fatalf("mcpcage login: %v\n%s%s", err, lout, stderr.String())
+	}
+	st, err := os.Stat(filepath.Join(state, "oauth", "sdk-oauth.json"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("the token file: %v %v", st, err)
+	}
+	homeDir := filepath.Join(dir, "home")
+	os.MkdirAll(homeDir, 0o755)
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"sdk-oauth": map[string]any{
+		"command": exe, "args": []string{"run", "--home", state, "--name", "sdk-oauth", "--url", u}}}})
+	cfg := filepath.Join(homeDir, ".claude.json")
+	if err := os.WriteFile(cfg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := runTSClient(t, prefix, cfg, `{}`, homeDir, homeDir)
+	tools, _ := res["sdk-oauth"].([]any)
+	if !slices.Contains(tools, any("greet")) {
+		t.Fatalf("TypeScript SDK client through mcpcage run --url: %v", res["sdk-oauth"])
 	}
 }

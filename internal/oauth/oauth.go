@@ -334,7 +334,14 @@ func (f *Flow) await(ctx context.Context, ln net.Listener, state, authURL string
 		once.Do(func() { got <- res })
 	})}
 	go srv.Serve(ln)
-	defer srv.Close()
+	defer func() {
+		// The page the browser waits for is written before the listener goes.
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if srv.Shutdown(sctx) != nil {
+			srv.Close()
+		}
+	}()
 	wait := f.Wait
 	if wait <= 0 {
 		wait = 5 * time.Minute
