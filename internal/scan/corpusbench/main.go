@@ -13,12 +13,14 @@ package main
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -33,6 +35,7 @@ type record struct {
 	Category string          `json:"category"`
 	Core     bool            `json:"core_poisoning"`
 	Server   string          `json:"server"`
+	Source   string          `json:"source"`
 	Tricky   []string        `json:"tricky"`
 	Tool     json.RawMessage `json:"tool"`
 	file     string
@@ -196,6 +199,8 @@ func run(w io.Writer, dir string, verbose bool) error {
 	}
 	fmt.Fprintf(w, "  %-32s %5d %8s %8s %8s\n", "TOTAL benign", btot.n, pct(btot.high, btot.n), pct(btot.med, btot.n), pct(btot.any, btot.n))
 
+	splits(w, mal, ben)
+
 	rules := map[string][2]int{}
 	for _, r := range mal {
 		for _, id := range uniqueRules(r.findings) {
@@ -268,6 +273,106 @@ func run(w io.Writer, dir string, verbose bool) error {
 		}
 	}
 	return nil
+}
+
+// The held-out measure. A split puts every record in one of two parts by
+// a key, so that no key is on both sides: the part rules may be written
+// from, and the part held out, whose figures are the honest ones.
+//
+//	source-disjoint  the repository a record comes from (owner/repo of its
+//	                 source; for a benign tool its server's)
+//	server-disjoint  the server: a benign tool's server, a malicious
+//	                 record's source file (the demo server it is in)
+//
+// A key goes to a part by the parity of the first byte of its SHA-256:
+// fixed, so that a rule written from one part can be measured on the other
+// in any later run.
+var splitKeys = []struct {
+	name string
+	key  func(*record) string
+}{
+	{"source-disjoint", func(r *record) string {
+		if r.Label == "benign" && r.Server != "" {
+			return "server:" + r.Server
+		}
+		parts := strings.SplitN(cutSource(r.Source), "/", 3)
+		if len(parts) >= 2 {
+			return parts[0] + "/" + parts[1]
+		}
+		return r.Source
+	}},
+	{"server-disjoint", func(r *record) string {
+		if r.Label == "benign" && r.Server != "" {
+			return "server:" + r.Server
+		}
+		return cutSource(r.Source)
+	}},
+}
+
+// cutSource is a source without its commit and anchor.
+func cutSource(s string) string {
+	s, _, _ = strings.Cut(s, "#")
+	s, _, _ = strings.Cut(s, "@")
+	return s
+}
+
+// heldOut says whether key falls in the held-out part.
+func heldOut(key string) bool {
+	sum := sha256.Sum256([]byte(key))
+	return sum[0]&1 == 1
+}
+
+// classes are the families of issue 33 and the corpus categories each
+// gathers.
+var classes = []struct {
+	name string
+	cats []string
+}{
+	{"tool shadowing", []string{"tool_shadowing", "tool_redirection", "function_overlapping", "preference_manipulation"}},
+	{"markers", []string{"fake_system_marker", "hidden_instruction_tag"}},
+	{"exfiltration by parameter", []string{"exfil_via_parameter", "conversation_exfiltration", "credential_harvesting", "hidden_data_collection"}},
+	{"encoded payload", []string{"encoded_payload"}},
+	{"concealment", []string{"concealment"}},
+}
+
+func splits(w io.Writer, mal, ben []*record) {
+	fmt.Fprintf(w, "\nsplits (no key on both sides; rules are written from one part, the held-out part's figures are the honest ones)\n")
+	fmt.Fprintf(w, "  %-16s %-9s %6s %9s %8s %12s\n", "split", "part", "core n", "medium+", "benign n", "benign high")
+	for _, sp := range splitKeys {
+		for _, part := range []bool{false, true} {
+			var core, bt tally
+			for _, r := range mal {
+				if r.Core && heldOut(sp.key(r)) == part {
+					core.add(r.findings)
+				}
+			}
+			for _, r := range ben {
+				if heldOut(sp.key(r)) == part {
+					bt.add(r.findings)
+				}
+			}
+			name := "written"
+			if part {
+				name = "held-out"
+			}
+			fmt.Fprintf(w, "  %-16s %-9s %6d %9s %8d %12s\n", sp.name, name, core.n, pct(core.med, core.n), bt.n, pct(bt.high, bt.n))
+		}
+	}
+	fmt.Fprintf(w, "\nper class, core_poisoning flagged medium+ (source-disjoint: written / held-out)\n")
+	for _, c := range classes {
+		var wr, ho tally
+		for _, r := range mal {
+			if !r.Core || !slices.Contains(c.cats, r.Category) {
+				continue
+			}
+			if heldOut(splitKeys[0].key(r)) {
+				ho.add(r.findings)
+			} else {
+				wr.add(r.findings)
+			}
+		}
+		fmt.Fprintf(w, "  %-28s %4d %7s   %4d %7s\n", c.name, wr.n, pct(wr.med, wr.n), ho.n, pct(ho.med, ho.n))
+	}
 }
 
 // exampleArguments builds an arguments object from a tool's schema: per
