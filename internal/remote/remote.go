@@ -56,8 +56,12 @@ type Authorizer interface {
 	Unauthorized(ctx context.Context, challenge []string) error
 }
 
-// inFlight bounds the requests sent at once; the next waits for one to end.
-const inFlight = 32
+// inFlight bounds the requests sent at once; the next waits for one to
+// end. Each answer holds at most one message of MaxLine bytes at a time
+// (and the server's own stream one more), so a server's answers hold at
+// most (inFlight+1) × MaxLine: 144 MiB at the default 16m, as a caged
+// server's pending requests may (internal/proxy).
+const inFlight = 8
 
 // Server is a remote MCP server behind its URL. It implements proxy.Server.
 type Server struct {
