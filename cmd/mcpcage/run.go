@@ -353,17 +353,8 @@ func runRemote(ctx context.Context, opts *RunOptions, p *runPlan, g *guard.Guard
 		return notStarted(opts.IO, strconv.Quote(p.Name), err)
 	}
 	code, err := serveSession(ctx, opts.IO, g, srv, p.MaxLine, opts.StartTimeout)
-	if err != nil {
-		if code == 0 {
-			code = 1
-		}
-		return &ExitError{Code: code, Err: err}
-	}
-	if ss := stoppedBy(ctx); ss != nil {
-		fmt.Fprintf(opts.IO.ErrOut, "mcpcage: %q stopped: %s (the session was ended by the user)\n", p.Name, ss)
-		return &ExitError{Code: ss.code()}
-	}
-	return nil
+	exit, _ := sessionEnded(ctx, opts, p, code, err)
+	return exit
 }
 
 // notStarted answers a client that already sent its first request, and
@@ -397,6 +388,24 @@ func openGuard(ctx context.Context, opts *RunOptions, p *runPlan) (*guard.Guard,
 	return g, nil
 }
 
+// sessionEnded is the exit of a session, caged or remote, that did not end
+// cleanly (a policy that could not be set up, a cage that could not be
+// removed) or that the user stopped with a signal; ended is false for
+// neither.
+func sessionEnded(ctx context.Context, opts *RunOptions, p *runPlan, code int, err error) (exit error, ended bool) {
+	if err != nil {
+		if code == 0 {
+			code = 1
+		}
+		return &ExitError{Code: code, Err: err}, true
+	}
+	if ss := stoppedBy(ctx); ss != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "mcpcage: %q stopped: %s (the session was ended by the user)\n", p.Name, ss)
+		return &ExitError{Code: ss.code()}, true
+	}
+	return nil, false
+}
+
 // runExit is the exit of a session that ran: the server's status, or why
 // mcpcage ended it.
 func runExit(ctx context.Context, opts *RunOptions, p *runPlan, c *cage.Cage, code int, err error) error {
@@ -404,17 +413,8 @@ func runExit(ctx context.Context, opts *RunOptions, p *runPlan, c *cage.Cage, co
 		return &ExitError{Code: 137, Err: withHint(fmt.Errorf("%q was killed for using more than its memory limit (%s)", p.Name, cage.FormatSize(p.Memory)),
 			"raise the limit with --memory, e.g. --memory 1g")}
 	}
-	if err != nil {
-		// A policy that could not be set up, or a cage that could not be
-		// removed: the session did not end cleanly.
-		if code == 0 {
-			code = 1
-		}
-		return &ExitError{Code: code, Err: err}
-	}
-	if ss := stoppedBy(ctx); ss != nil {
-		fmt.Fprintf(opts.IO.ErrOut, "mcpcage: %q stopped: %s (the session was ended by the user)\n", p.Name, ss)
-		return &ExitError{Code: ss.code()}
+	if exit, ended := sessionEnded(ctx, opts, p, code, err); ended {
+		return exit
 	}
 	if c.Killed() || ctx.Err() != nil {
 		// mcpcage ended the server (the client left and it did not exit

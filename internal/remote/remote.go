@@ -377,19 +377,49 @@ func (s *Server) post(target *url.URL, body []byte) (*http.Response, error) {
 }
 
 func (s *Server) postOnce(target *url.URL, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(s.ctx, http.MethodPost, target.String(), bytes.NewReader(body))
+	req, err := s.request(s.ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, s.transportError(err)
+	}
+	return resp, nil
+}
+
+// request is a request to target with the user's headers, the session's
+// and its bearer token.
+func (s *Server) request(ctx context.Context, method string, target *url.URL, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, target.String(), body)
 	if err != nil {
 		return nil, err
 	}
 	s.headers(req)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
 	if err := s.bearer(req); err != nil {
 		return nil, err
 	}
+	return req, nil
+}
+
+// openStream opens an event stream from the URL (GET): the server's own
+// stream, or an HTTP+SSE session's.
+func (s *Server) openStream() (*http.Response, error) {
+	req, err := s.request(s.ctx, http.MethodGet, s.opts.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return nil, s.transportError(err)
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if resp.StatusCode != http.StatusOK || mt != "text/event-stream" {
+		resp.Body.Close()
+		return nil, fmt.Errorf("its GET (HTTP+SSE) answered HTTP %d with %q", resp.StatusCode, clip(mt, 64))
 	}
 	return resp, nil
 }
@@ -560,24 +590,11 @@ func (s *Server) readStream(body io.Reader, pass func([]byte)) error {
 // listen opens the server's own stream (GET), if it has one, and passes
 // on what comes on it until it ends.
 func (s *Server) listen() {
-	req, err := http.NewRequestWithContext(s.ctx, http.MethodGet, s.opts.URL.String(), nil)
+	resp, err := s.openStream()
 	if err != nil {
-		return
-	}
-	s.headers(req)
-	req.Header.Set("Accept", "text/event-stream")
-	if s.bearer(req) != nil {
-		return
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if resp.StatusCode != http.StatusOK || mt != "text/event-stream" {
 		return // 405: the server has no stream of its own
 	}
+	defer resp.Body.Close()
 	if err := s.readStream(resp.Body, s.emit); err != nil {
 		s.say("%v", err)
 	}
@@ -587,23 +604,9 @@ func (s *Server) listen() {
 // from the URL whose first event names where messages are posted, on the
 // same origin; what the server sends comes on that stream.
 func (s *Server) openLegacy() error {
-	req, err := http.NewRequestWithContext(s.ctx, http.MethodGet, s.opts.URL.String(), nil)
+	resp, err := s.openStream()
 	if err != nil {
 		return err
-	}
-	s.headers(req)
-	req.Header.Set("Accept", "text/event-stream")
-	if err := s.bearer(req); err != nil {
-		return err
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return s.transportError(err)
-	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if resp.StatusCode != http.StatusOK || mt != "text/event-stream" {
-		resp.Body.Close()
-		return fmt.Errorf("its GET (HTTP+SSE) answered HTTP %d with %q", resp.StatusCode, clip(mt, 64))
 	}
 	sr := newSSEReader(resp.Body, s.opts.MaxLine)
 	endpoint := make(chan error, 1)
@@ -684,12 +687,8 @@ func (s *Server) deleteSession(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, s.opts.URL.String(), nil)
+	req, err := s.request(ctx, http.MethodDelete, s.opts.URL, nil)
 	if err != nil {
-		return
-	}
-	s.headers(req)
-	if s.bearer(req) != nil {
 		return
 	}
 	if resp, err := s.client.Do(req); err == nil {
