@@ -106,16 +106,17 @@ func (g *Gateway) Close() error {
 	for c := range g.held {
 		c.Close()
 	}
-	open := make([]*tracked, 0, len(g.conns))
+	// t.up is set under g.mu (handle), so it is read under it too.
+	open := make([]net.Conn, 0, 2*len(g.conns))
 	for t := range g.conns {
-		open = append(open, t)
+		open = append(open, t.down)
+		if t.up != nil {
+			open = append(open, t.up)
+		}
 	}
 	g.mu.Unlock()
-	for _, t := range open {
-		t.down.Close()
-		if t.up != nil {
-			t.up.Close()
-		}
+	for _, c := range open {
+		c.Close()
 	}
 	g.wg.Wait()
 	return nil
