@@ -165,7 +165,7 @@ func (sc *scanner) checkEncoded(s string) {
 		if !ok {
 			continue
 		}
-		sub := newScanner()
+		sub := newScannerWith(sc.set)
 		sub.decoded = sc.decoded + 1
 		sub.pb = append(sub.pb[:0], sc.pb...)
 		sub.text(dec)

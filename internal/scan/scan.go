@@ -3,6 +3,7 @@ package scan
 import (
 	"bytes"
 	"encoding/json"
+	"io/fs"
 	"sort"
 	"strings"
 	"sync"
@@ -66,6 +67,31 @@ func ToolsAmong(tools, others []json.RawMessage) [][]Finding {
 // a tool named like a well-known tool of another server is reported too
 // (rules/impersonation.json).
 func ToolsFrom(origin Origin, tools, others []json.RawMessage) [][]Finding {
+	sc := getScanner()
+	defer putScanner(sc)
+	return sc.toolsFrom(origin, tools, others)
+}
+
+// Set is a set of rules read from files other than the embedded ones:
+// corpusbench measures the rules of an earlier commit beside today's with
+// it. Sessions use the embedded rules (ToolsFrom).
+type Set struct{ set *ruleSet }
+
+// Compile reads and compiles the rule files (*.json) of fsys.
+func Compile(fsys fs.FS) (*Set, error) {
+	set := compileRules(fsys, false)
+	if set.loadErr != nil {
+		return nil, set.loadErr
+	}
+	return &Set{set}, nil
+}
+
+// ToolsFrom is the package's ToolsFrom with the rules of s.
+func (s *Set) ToolsFrom(origin Origin, tools, others []json.RawMessage) [][]Finding {
+	return newScannerWith(s.set).toolsFrom(origin, tools, others)
+}
+
+func (sc *scanner) toolsFrom(origin Origin, tools, others []json.RawMessage) [][]Finding {
 	names := make([]string, len(tools))
 	var nr nameReader
 	for i, t := range tools {
@@ -85,8 +111,6 @@ func ToolsFrom(origin Origin, tools, others []json.RawMessage) [][]Finding {
 		all.addSibling(nr.name(o))
 	}
 	out := make([][]Finding, len(tools))
-	sc := getScanner()
-	defer putScanner(sc)
 	for i, t := range tools {
 		sc.reset()
 		sc.self = names[i]
@@ -240,8 +264,9 @@ func putScanner(sc *scanner) {
 	scanners.Put(sc)
 }
 
-func newScanner() *scanner {
-	set := loadedRules()
+func newScanner() *scanner { return newScannerWith(loadedRules()) }
+
+func newScannerWith(set *ruleSet) *scanner {
 	return &scanner{set: set, order: map[string]int{}, seen: map[[2]string]bool{}, marks: make([]bool, set.nmarks)}
 }
 

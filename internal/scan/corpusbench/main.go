@@ -4,7 +4,13 @@
 // medium or high, the share of all malicious records flagged, and the share
 // of benign tools with a high-severity finding and with any finding.
 //
-//	go run ./internal/scan/corpusbench -corpus ../shared/corpus [-v]
+//	go run ./internal/scan/corpusbench -corpus ../shared/corpus [-v] [-before REV] [-batch DIR] [-extra FILE]
+//
+// With -before, the rules of commit REV (its rules/*.json, read with git)
+// are measured beside today's, in the same run: the splits, the classes
+// and the batch (-batch, default internal/scan/testdata/families) show
+// both. -extra adds a JSON Lines file of attacks from outside the
+// repository ({"class": ..., "tool": {...}}), measured the same way.
 //
 // Benign tools are scanned together with the other tools of their server, as
 // mcpcage scans a tools/list; malicious records have no list and are scanned
@@ -19,10 +25,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"testing/fstest"
 
 	"github.com/mcpcage/mcpcage/internal/scan"
 	"github.com/mcpcage/mcpcage/internal/secrets"
@@ -40,6 +48,7 @@ type record struct {
 	Tool     json.RawMessage `json:"tool"`
 	file     string
 	findings []scan.Finding
+	before   []scan.Finding // with the rules of -before
 }
 
 type tally struct{ n, med, any, high int }
@@ -68,11 +77,54 @@ func pct(a, n int) string {
 func main() {
 	dir := flag.String("corpus", "../shared/corpus", "folder with malicious.jsonl, benign.jsonl and benign_tricky_strings.jsonl")
 	verbose := flag.Bool("v", false, "list missed malicious records and flagged benign ones")
+	before := flag.String("before", "", "also measure the rules of this git commit, beside today's")
+	batch := flag.String("batch", "internal/scan/testdata/families", "the families batch (attacks-*.jsonl, benign-*.jsonl); empty: none")
+	extra := flag.String("extra", "", "a JSON Lines file of attacks from outside the repository, each {\"class\", \"tool\"}")
 	flag.Parse()
-	if err := run(os.Stdout, *dir, *verbose); err != nil {
+	o := options{dir: *dir, verbose: *verbose, batch: *batch, extra: *extra, after: scan.ToolsFrom}
+	if *before != "" {
+		set, err := rulesAt(*before)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "corpusbench: error: the rules of %s: %v\n", *before, err)
+			os.Exit(1)
+		}
+		o.before, o.beforeRev = set.ToolsFrom, *before
+	}
+	if err := run(os.Stdout, o); err != nil {
 		fmt.Fprintf(os.Stderr, "corpusbench: error: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// toolsFunc scans a list of tools with one set of rules.
+type toolsFunc func(scan.Origin, []json.RawMessage, []json.RawMessage) [][]scan.Finding
+
+type options struct {
+	dir, batch, extra string
+	verbose           bool
+	after, before     toolsFunc // before: nil without -before
+	beforeRev         string
+}
+
+// rulesAt compiles the rule files of commit rev, read with git from the
+// repository the command runs in.
+func rulesAt(rev string) (*scan.Set, error) {
+	out, err := exec.Command("git", "ls-tree", "--full-tree", "--name-only", rev, "rules/").Output()
+	if err != nil {
+		return nil, fmt.Errorf("git ls-tree: %v (run from a clone that holds the commit)", err)
+	}
+	fsys := fstest.MapFS{}
+	for _, name := range strings.Fields(string(out)) {
+		if !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		b, err := exec.Command("git", "show", rev+":"+name).Output()
+		if err != nil {
+			return nil, fmt.Errorf("git show %s:%s: %v", rev, name, err)
+		}
+		fsys[filepath.Base(name)] = &fstest.MapFile{Data: b}
+	}
+	return scan.Compile(fsys)
 }
 
 func load(path string) ([]*record, error) {
@@ -97,7 +149,8 @@ func load(path string) ([]*record, error) {
 	return out, sc.Err()
 }
 
-func run(w io.Writer, dir string, verbose bool) error {
+func run(w io.Writer, o options) error {
+	dir, verbose := o.dir, o.verbose
 	mal, err := load(filepath.Join(dir, "malicious.jsonl"))
 	if err != nil {
 		return fmt.Errorf("%v (is -corpus the corpus folder?)", err)
@@ -111,28 +164,9 @@ func run(w io.Writer, dir string, verbose bool) error {
 		ben = append(ben, rs...)
 	}
 
-	// Malicious tools: one list each, from a server nobody knows (the
-	// records do not say which package offered them).
-	for _, r := range mal {
-		r.findings = scan.Tools([]json.RawMessage{r.Tool})[0]
-	}
-	// Benign tools: each server's tools as one list.
-	byServer := map[string][]*record{}
-	for _, r := range ben {
-		if r.Server == "" {
-			r.findings = scan.Tools([]json.RawMessage{r.Tool})[0]
-			continue
-		}
-		byServer[r.Server] = append(byServer[r.Server], r)
-	}
-	for _, rs := range byServer {
-		tools := make([]json.RawMessage, len(rs))
-		for i, r := range rs {
-			tools[i] = r.Tool
-		}
-		for i, fs := range scan.ToolsFrom(scan.Origin{Package: rs[0].Server}, tools, nil) {
-			rs[i].findings = fs
-		}
+	scanRecords(o.after, mal, ben, func(r *record, fs []scan.Finding) { r.findings = fs })
+	if o.before != nil {
+		scanRecords(o.before, mal, ben, func(r *record, fs []scan.Finding) { r.before = fs })
 	}
 
 	cats := map[string]*tally{}
@@ -199,7 +233,17 @@ func run(w io.Writer, dir string, verbose bool) error {
 	}
 	fmt.Fprintf(w, "  %-32s %5d %8s %8s %8s\n", "TOTAL benign", btot.n, pct(btot.high, btot.n), pct(btot.med, btot.n), pct(btot.any, btot.n))
 
-	splits(w, mal, ben)
+	splits(w, mal, ben, o.beforeRev)
+	if o.batch != "" {
+		if err := familyBatch(w, o); err != nil {
+			return err
+		}
+	}
+	if o.extra != "" {
+		if err := extraAttacks(w, o); err != nil {
+			return err
+		}
+	}
 
 	rules := map[string][2]int{}
 	for _, r := range mal {
@@ -275,6 +319,32 @@ func run(w io.Writer, dir string, verbose bool) error {
 	return nil
 }
 
+// scanRecords scans the records with f: a malicious record alone (the
+// records do not say which package offered them), a benign tool with the
+// other tools of its server, as mcpcage scans a tools/list.
+func scanRecords(f toolsFunc, mal, ben []*record, set func(*record, []scan.Finding)) {
+	for _, r := range mal {
+		set(r, f(scan.Origin{}, []json.RawMessage{r.Tool}, nil)[0])
+	}
+	byServer := map[string][]*record{}
+	for _, r := range ben {
+		if r.Server == "" {
+			set(r, f(scan.Origin{}, []json.RawMessage{r.Tool}, nil)[0])
+			continue
+		}
+		byServer[r.Server] = append(byServer[r.Server], r)
+	}
+	for _, rs := range byServer {
+		tools := make([]json.RawMessage, len(rs))
+		for i, r := range rs {
+			tools[i] = r.Tool
+		}
+		for i, fs := range f(scan.Origin{Package: rs[0].Server}, tools, nil) {
+			set(rs[i], fs)
+		}
+	}
+}
+
 // The held-out measure. A split puts every record in one of two parts by
 // a key, so that no key is on both sides: the part rules may be written
 // from, and the part held out, whose figures are the honest ones.
@@ -335,44 +405,182 @@ var classes = []struct {
 	{"concealment", []string{"concealment"}},
 }
 
-func splits(w io.Writer, mal, ben []*record) {
+func splits(w io.Writer, mal, ben []*record, beforeRev string) {
 	fmt.Fprintf(w, "\nsplits (no key on both sides; rules are written from one part, the held-out part's figures are the honest ones)\n")
-	fmt.Fprintf(w, "  %-16s %-9s %6s %9s %8s %12s\n", "split", "part", "core n", "medium+", "benign n", "benign high")
+	if beforeRev != "" {
+		fmt.Fprintf(w, "  before: the rules of %s; after: today's\n", beforeRev)
+	}
+	fmt.Fprintf(w, "  %-16s %-9s %6s %9s %9s %8s %12s %12s\n", "split", "part", "core n", "before", "medium+", "benign n", "before high", "benign high")
 	for _, sp := range splitKeys {
 		for _, part := range []bool{false, true} {
-			var core, bt tally
+			var core, bt, coreB, btB tally
 			for _, r := range mal {
 				if r.Core && heldOut(sp.key(r)) == part {
 					core.add(r.findings)
+					coreB.add(r.before)
 				}
 			}
 			for _, r := range ben {
 				if heldOut(sp.key(r)) == part {
 					bt.add(r.findings)
+					btB.add(r.before)
 				}
 			}
 			name := "written"
 			if part {
 				name = "held-out"
 			}
-			fmt.Fprintf(w, "  %-16s %-9s %6d %9s %8d %12s\n", sp.name, name, core.n, pct(core.med, core.n), bt.n, pct(bt.high, bt.n))
+			fmt.Fprintf(w, "  %-16s %-9s %6d %9s %9s %8d %12s %12s\n", sp.name, name, core.n, maybe(beforeRev, coreB.med, coreB.n), pct(core.med, core.n), bt.n, maybe(beforeRev, btB.high, btB.n), pct(bt.high, bt.n))
 		}
 	}
-	fmt.Fprintf(w, "\nper class, core_poisoning flagged medium+ (source-disjoint: written / held-out)\n")
+	fmt.Fprintf(w, "\nper class, core_poisoning flagged medium+ (source-disjoint; before -> after)\n")
+	fmt.Fprintf(w, "  %-28s %4s %17s   %4s %17s\n", "class", "n", "written", "n", "held-out")
 	for _, c := range classes {
-		var wr, ho tally
+		var wr, ho, wrB, hoB tally
 		for _, r := range mal {
 			if !r.Core || !slices.Contains(c.cats, r.Category) {
 				continue
 			}
 			if heldOut(splitKeys[0].key(r)) {
 				ho.add(r.findings)
+				hoB.add(r.before)
 			} else {
 				wr.add(r.findings)
+				wrB.add(r.before)
 			}
 		}
-		fmt.Fprintf(w, "  %-28s %4d %7s   %4d %7s\n", c.name, wr.n, pct(wr.med, wr.n), ho.n, pct(ho.med, ho.n))
+		fmt.Fprintf(w, "  %-28s %4d %7s -> %6s   %4d %7s -> %6s\n", c.name, wr.n, maybe(beforeRev, wrB.med, wrB.n), pct(wr.med, wr.n), ho.n, maybe(beforeRev, hoB.med, hoB.n), pct(ho.med, ho.n))
 	}
+}
+
+// maybe is pct when there is a before to show.
+func maybe(beforeRev string, a, n int) string {
+	if beforeRev == "" {
+		return "     -"
+	}
+	return pct(a, n)
+}
+
+type batchAttack struct {
+	Class  string          `json:"class"`
+	Server string          `json:"server"`
+	Tool   json.RawMessage `json:"tool"`
+}
+
+// familyBatch measures the families batch: per class and part, attacks
+// caught at medium or above, and honest look-alikes with a HIGH finding.
+func familyBatch(w io.Writer, o options) error {
+	parts, err := filepath.Glob(filepath.Join(o.batch, "attacks-*.jsonl"))
+	if err != nil || len(parts) == 0 {
+		return fmt.Errorf("no attacks-*.jsonl in %s (-batch)", o.batch)
+	}
+	// written first, then held-out, then the fresh batches in order.
+	sort.Slice(parts, func(i, j int) bool { return partOrder(parts[i]) < partOrder(parts[j]) })
+	fmt.Fprintf(w, "\nthe families batch (%s), caught at medium or above, before -> after\n", o.batch)
+	fmt.Fprintf(w, "  written: the rules were written from it; held-out: split from it before the rules, measured only; fresh*: written after a round of rules, measured once before the next\n")
+	count := func(rs []batchAttack, f toolsFunc, class string, min scan.Severity) (hit, n int) {
+		for _, a := range rs {
+			if class != "" && a.Class != class {
+				continue
+			}
+			n++
+			if f != nil && scan.Max(f(scan.Origin{Package: a.Server}, []json.RawMessage{a.Tool}, nil)[0]) >= min {
+				hit++
+			}
+		}
+		return hit, n
+	}
+	for _, path := range parts {
+		part := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "attacks-"), ".jsonl")
+		rs, err := readBatch(path)
+		if err != nil {
+			return err
+		}
+		ben, err := readBatch(filepath.Join(o.batch, "benign-"+part+".jsonl"))
+		if err != nil {
+			return err
+		}
+		var names []string
+		for _, a := range rs {
+			if !slices.Contains(names, a.Class) {
+				names = append(names, a.Class)
+			}
+		}
+		fmt.Fprintf(w, "  %s\n", part)
+		for _, c := range append(names, "") {
+			label := c
+			if c == "" {
+				label = "TOTAL"
+			}
+			a, n := count(rs, o.after, c, scan.Medium)
+			b, _ := count(rs, o.before, c, scan.Medium)
+			fmt.Fprintf(w, "    %-28s %4d %7s -> %6s\n", label, n, maybe(o.beforeRev, b, n), pct(a, n))
+		}
+		a, n := count(ben, o.after, "", scan.High)
+		b, _ := count(ben, o.before, "", scan.High)
+		fmt.Fprintf(w, "    %-28s %4d %7s -> %6s\n", "honest look-alikes, HIGH", n, maybe(o.beforeRev, b, n), pct(a, n))
+	}
+	return nil
+}
+
+// partOrder sorts the batch's parts: written, heldout, then the rest.
+func partOrder(path string) string {
+	switch filepath.Base(path) {
+	case "attacks-written.jsonl":
+		return "0"
+	case "attacks-heldout.jsonl":
+		return "1"
+	}
+	return "2" + filepath.Base(path)
+}
+
+// extraAttacks measures attacks from a file outside the repository.
+func extraAttacks(w io.Writer, o options) error {
+	rs, err := readBatch(o.extra)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nattacks from %s, caught at medium or above, before -> after\n", o.extra)
+	byClass := map[string][2]tally{}
+	var names []string
+	for _, a := range rs {
+		v, ok := byClass[a.Class]
+		if !ok {
+			names = append(names, a.Class)
+		}
+		v[1].add(o.after(scan.Origin{Package: a.Server}, []json.RawMessage{a.Tool}, nil)[0])
+		if o.before != nil {
+			v[0].add(o.before(scan.Origin{Package: a.Server}, []json.RawMessage{a.Tool}, nil)[0])
+		}
+		byClass[a.Class] = v
+	}
+	var tb, ta tally
+	for _, c := range names {
+		v := byClass[c]
+		fmt.Fprintf(w, "  %-28s %4d %7s -> %6s\n", c, v[1].n, maybe(o.beforeRev, v[0].med, v[0].n), pct(v[1].med, v[1].n))
+		tb.n, tb.med, ta.n, ta.med = tb.n+v[0].n, tb.med+v[0].med, ta.n+v[1].n, ta.med+v[1].med
+	}
+	fmt.Fprintf(w, "  %-28s %4d %7s -> %6s\n", "TOTAL", ta.n, maybe(o.beforeRev, tb.med, tb.n), pct(ta.med, ta.n))
+	return nil
+}
+
+func readBatch(path string) ([]batchAttack, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []batchAttack
+	for i, line := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var a batchAttack
+		if err := json.Unmarshal([]byte(line), &a); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", path, i+1, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // exampleArguments builds an arguments object from a tool's schema: per
