@@ -2,7 +2,7 @@ package scan
 
 import (
 	"encoding/json"
-	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -82,21 +82,47 @@ func (r familyResult) report(t *testing.T, part string) {
 	}
 }
 
+// familiesMin is what the rules catch of each part at medium or above: a
+// change that catches less fails. The written part is what the rules were
+// written from; the held-out part was split from it before; each fresh part
+// was written after a round of rules and measured once before the next
+// (docs/scan.md, "Measuring", gives those first figures).
+var familiesMin = map[string]int{"written": 40, "heldout": 40, "fresh1": 30, "fresh2": 30, "fresh3": 30}
+
 func TestFamiliesBatch(t *testing.T) {
-	for _, part := range []string{"written", "heldout"} {
+	files, err := filepath.Glob("testdata/families/attacks-*.jsonl")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no batch in testdata/families (%v)", err)
+	}
+	for _, f := range files {
+		part := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "attacks-"), ".jsonl")
 		r := measureFamilies(t, part)
 		r.report(t, part)
-		caught, total := 0, 0
-		for c, n := range r.total {
+		caught := 0
+		for c := range r.total {
 			caught += r.caught[c]
-			total += n
 		}
-		if 10*caught < 9*total {
-			t.Errorf("%s: %d of %d attacks caught at medium or above, want at least 90 %%", part, caught, total)
+		min, ok := familiesMin[part]
+		if !ok {
+			t.Errorf("%s: no floor in familiesMin for this part", part)
+		}
+		if caught < min {
+			t.Errorf("%s: %d attacks caught at medium or above, want at least %d", part, caught, min)
 		}
 		if len(r.benignHigh) > 0 {
 			t.Errorf("%s: honest tools with a HIGH finding: %s", part, strings.Join(r.benignHigh, "; "))
 		}
 	}
-	_ = fmt.Sprint
+}
+
+// The keyword automaton keeps its table narrow (16-bit entries) while the
+// rules' literals need fewer than 32,768 states; past that the table doubles
+// and every scan is slower (a 64 KiB result about 2.5 times). Rules that
+// add many literals must make room first.
+func TestRulesFitNarrowTable(t *testing.T) {
+	m := loadedRules().pre
+	if m.next == nil {
+		t.Fatalf("the rules' literals need %d automaton states, past the %d of the narrow table", m.nstate, hasOut)
+	}
+	t.Logf("%d automaton states of %d", m.nstate, hasOut)
 }

@@ -91,6 +91,14 @@ func (s *Set) ToolsFrom(origin Origin, tools, others []json.RawMessage) [][]Find
 	return newScannerWith(s.set).toolsFrom(origin, tools, others)
 }
 
+// Result is the package's Result with the rules of s.
+func (s *Set) Result(result json.RawMessage) []Finding {
+	sc := newScannerWith(s.set)
+	sc.binary = true
+	sc.walkJSON(result, "")
+	return sc.result()
+}
+
 func (sc *scanner) toolsFrom(origin Origin, tools, others []json.RawMessage) [][]Finding {
 	names := make([]string, len(tools))
 	var nr nameReader

@@ -31,6 +31,7 @@ import (
 	"sort"
 	"strings"
 	"testing/fstest"
+	"time"
 
 	"github.com/mcpcage/mcpcage/internal/scan"
 	"github.com/mcpcage/mcpcage/internal/secrets"
@@ -234,6 +235,7 @@ func run(w io.Writer, o options) error {
 	fmt.Fprintf(w, "  %-32s %5d %8s %8s %8s\n", "TOTAL benign", btot.n, pct(btot.high, btot.n), pct(btot.med, btot.n), pct(btot.any, btot.n))
 
 	splits(w, mal, ben, o.beforeRev)
+	cost(w, o, ben)
 	if o.batch != "" {
 		if err := familyBatch(w, o); err != nil {
 			return err
@@ -342,6 +344,61 @@ func scanRecords(f toolsFunc, mal, ben []*record, set func(*record, []scan.Findi
 		for i, fs := range f(scan.Origin{Package: rs[0].Server}, tools, nil) {
 			set(rs[i], fs)
 		}
+	}
+}
+
+// cost prints what a 64 KiB tool result of the benign tools' prose costs
+// to scan, with the rules of -before and with today's: the least of 7
+// rounds of 50 scans each, alternating, so that both see the same machine.
+func cost(w io.Writer, o options, ben []*record) {
+	var text []byte
+	for _, r := range ben {
+		var d struct {
+			Description string `json:"description"`
+		}
+		_ = json.Unmarshal(r.Tool, &d)
+		text = append(append(text, d.Description...), '\n')
+		if len(text) >= 64<<10 {
+			break
+		}
+	}
+	text = []byte(strings.ToValidUTF8(string(text[:min(len(text), 64<<10)]), ""))
+	block, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": string(text)}}})
+	after := func() { scan.Result(block) }
+	var before func()
+	if o.beforeRev != "" {
+		set, err := rulesAt(o.beforeRev)
+		if err == nil {
+			before = func() { set.Result(block) }
+		}
+	}
+	best := func(f func(), cur time.Duration) time.Duration {
+		t0 := time.Now()
+		for range 50 {
+			f()
+		}
+		d := time.Since(t0) / 50
+		if cur == 0 || d < cur {
+			return d
+		}
+		return cur
+	}
+	var tb, ta time.Duration
+	after() // compiles the patterns this text runs
+	if before != nil {
+		before()
+	}
+	for range 7 {
+		if before != nil {
+			tb = best(before, tb)
+		}
+		ta = best(after, ta)
+	}
+	fmt.Fprintf(w, "\ncost: a 64 KiB tool result of benign prose, least of 7 rounds of 50 (one run; compare within it)\n")
+	if before != nil {
+		fmt.Fprintf(w, "  rules of %s: %d us a result; today's: %d us (%.2fx)\n", o.beforeRev, tb.Microseconds(), ta.Microseconds(), float64(ta)/float64(tb))
+	} else {
+		fmt.Fprintf(w, "  today's rules: %d us a result\n", ta.Microseconds())
 	}
 }
 
