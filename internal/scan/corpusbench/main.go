@@ -452,14 +452,31 @@ func heldOut(key string) bool {
 // classes are the families of issue 33 and the corpus categories each
 // gathers.
 var classes = []struct {
-	name string
-	cats []string
+	name  string
+	cats  []string
+	rules []string // the family's rules (docs/scan.md, "Rule families")
 }{
-	{"tool shadowing", []string{"tool_shadowing", "tool_redirection", "function_overlapping", "preference_manipulation"}},
-	{"markers", []string{"fake_system_marker", "hidden_instruction_tag"}},
-	{"exfiltration by parameter", []string{"exfil_via_parameter", "conversation_exfiltration", "credential_harvesting", "hidden_data_collection"}},
-	{"encoded payload", []string{"encoded_payload"}},
-	{"concealment", []string{"concealment"}},
+	{"tool shadowing", []string{"tool_shadowing", "tool_redirection", "function_overlapping", "preference_manipulation"},
+		[]string{"steer-between-tools", "disparage-other-tools", "drive-other-server", "steer-clause", "other-tool-verdict", "cross-tool", "cross-tool-prefer", "use-instead", "other-tool-behavior", "other-tool-trigger"}},
+	{"markers", []string{"fake_system_marker", "hidden_instruction_tag"},
+		[]string{"bracket-to-model", "bracket-urgency", "symbol-label", "hidden-tag", "bracket-tag", "fake-system-marker", "caps-notice", "agent-heading"}},
+	{"exfiltration by parameter", []string{"exfil_via_parameter", "conversation_exfiltration", "credential_harvesting", "hidden_data_collection"},
+		[]string{"param-wants-secret", "param-wants-personal-secret", "param-wants-context", "param-wants-reach", "param-secret-harvest", "exfil-parameter", "conversation-parameter", "sensitive-path"}},
+	{"encoded payload", []string{"encoded_payload"},
+		[]string{"decode-then-obey", "decode-and-proceed", "rot13-text", "reversed-text", "decode-and-follow", "encoded-payload"}},
+	{"concealment", []string{"concealment"},
+		[]string{"keep-from-user", "stay-unnoticed", "conceal-clause", "keep-unknown", "behind-the-scenes", "conceal-from-user", "withhold-from-user", "covert-action", "cover-tracks"}},
+}
+
+// familyAlarm reports whether fs holds a finding of one of rules at or
+// above min.
+func familyAlarm(fs []scan.Finding, rules []string, min scan.Severity) bool {
+	for _, f := range fs {
+		if f.Severity >= min && slices.Contains(rules, f.Rule) {
+			return true
+		}
+	}
+	return false
 }
 
 func splits(w io.Writer, mal, ben []*record, beforeRev string) {
@@ -490,23 +507,46 @@ func splits(w io.Writer, mal, ben []*record, beforeRev string) {
 			fmt.Fprintf(w, "  %-16s %-9s %6d %9s %9s %8d %12s %12s\n", sp.name, name, core.n, maybe(beforeRev, coreB.med, coreB.n), pct(core.med, core.n), bt.n, maybe(beforeRev, btB.high, btB.n), pct(bt.high, bt.n))
 		}
 	}
-	fmt.Fprintf(w, "\nper class, core_poisoning flagged medium+ (source-disjoint; before -> after)\n")
-	fmt.Fprintf(w, "  %-28s %4s %17s   %4s %17s\n", "class", "n", "written", "n", "held-out")
-	for _, c := range classes {
-		var wr, ho, wrB, hoB tally
-		for _, r := range mal {
-			if !r.Core || !slices.Contains(c.cats, r.Category) {
-				continue
+	fmt.Fprintf(w, "\nper class and split: core_poisoning of the class flagged medium+, and benign tools with a finding of the class's rules (any / HIGH), before -> after\n")
+	fmt.Fprintf(w, "  %-16s %-9s %-26s %4s %17s %5s %17s %17s\n", "split", "part", "class", "n", "detected", "ben n", "benign any", "benign high")
+	for _, sp := range splitKeys {
+		for _, part := range []bool{false, true} {
+			name := "written"
+			if part {
+				name = "held-out"
 			}
-			if heldOut(splitKeys[0].key(r)) {
-				ho.add(r.findings)
-				hoB.add(r.before)
-			} else {
-				wr.add(r.findings)
-				wrB.add(r.before)
+			for _, c := range classes {
+				var det, detB tally
+				for _, r := range mal {
+					if r.Core && slices.Contains(c.cats, r.Category) && heldOut(sp.key(r)) == part {
+						det.add(r.findings)
+						detB.add(r.before)
+					}
+				}
+				var bn, anyA, anyB, highA, highB int
+				for _, r := range ben {
+					if heldOut(sp.key(r)) != part {
+						continue
+					}
+					bn++
+					if familyAlarm(r.findings, c.rules, scan.Low) {
+						anyA++
+					}
+					if familyAlarm(r.before, c.rules, scan.Low) {
+						anyB++
+					}
+					if familyAlarm(r.findings, c.rules, scan.High) {
+						highA++
+					}
+					if familyAlarm(r.before, c.rules, scan.High) {
+						highB++
+					}
+				}
+				fmt.Fprintf(w, "  %-16s %-9s %-26s %4d %7s -> %6s %5d %7s -> %6s %7s -> %6s\n", sp.name, name, c.name,
+					det.n, maybe(beforeRev, detB.med, detB.n), pct(det.med, det.n), bn,
+					maybe(beforeRev, anyB, bn), pct(anyA, bn), maybe(beforeRev, highB, bn), pct(highA, bn))
 			}
 		}
-		fmt.Fprintf(w, "  %-28s %4d %7s -> %6s   %4d %7s -> %6s\n", c.name, wr.n, maybe(beforeRev, wrB.med, wrB.n), pct(wr.med, wr.n), ho.n, maybe(beforeRev, hoB.med, hoB.n), pct(ho.med, ho.n))
 	}
 }
 
