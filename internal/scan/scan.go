@@ -93,10 +93,7 @@ func (s *Set) ToolsFrom(origin Origin, tools, others []json.RawMessage) [][]Find
 
 // Result is the package's Result with the rules of s.
 func (s *Set) Result(result json.RawMessage) []Finding {
-	sc := newScannerWith(s.set)
-	sc.binary = true
-	sc.walkJSON(result, "")
-	return sc.result()
+	return newScannerWith(s.set).message(result, "")
 }
 
 func (sc *scanner) toolsFrom(origin Origin, tools, others []json.RawMessage) [][]Finding {
@@ -175,6 +172,11 @@ func scanMessage(b json.RawMessage, path string) []Finding {
 	// most of what a scan allocates.
 	sc := getScanner()
 	defer putScanner(sc)
+	return sc.message(b, path)
+}
+
+// message scans a message b reported under path, binary data left out.
+func (sc *scanner) message(b json.RawMessage, path string) []Finding {
 	sc.binary = true
 	sc.walkJSON(b, path)
 	return sc.result()

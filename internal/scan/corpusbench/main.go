@@ -129,23 +129,32 @@ func rulesAt(rev string) (*scan.Set, error) {
 }
 
 func load(path string) ([]*record, error) {
+	rs, err := readJSONL[record](path)
+	for _, r := range rs {
+		r.file = filepath.Base(path)
+	}
+	return rs, err
+}
+
+// readJSONL reads a JSON Lines file, one T a line; blank lines are skipped.
+func readJSONL[T any](path string) ([]*T, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var out []*record
+	var out []*T
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for line := 1; sc.Scan(); line++ {
 		if strings.TrimSpace(sc.Text()) == "" {
 			continue
 		}
-		r := &record{file: filepath.Base(path)}
-		if err := json.Unmarshal(sc.Bytes(), r); err != nil {
+		v := new(T)
+		if err := json.Unmarshal(sc.Bytes(), v); err != nil {
 			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
 		}
-		out = append(out, r)
+		out = append(out, v)
 	}
 	return out, sc.Err()
 }
@@ -575,7 +584,7 @@ func familyBatch(w io.Writer, o options) error {
 	sort.Slice(parts, func(i, j int) bool { return partOrder(parts[i]) < partOrder(parts[j]) })
 	fmt.Fprintf(w, "\nthe families batch (%s), caught at medium or above, before -> after\n", o.batch)
 	fmt.Fprintf(w, "  written: the rules were written from it; held-out: split from it before the rules, measured only; fresh*: written after a round of rules, measured once before the next\n")
-	count := func(rs []batchAttack, f toolsFunc, class string, min scan.Severity) (hit, n int) {
+	count := func(rs []*batchAttack, f toolsFunc, class string, min scan.Severity) (hit, n int) {
 		for _, a := range rs {
 			if class != "" && a.Class != class {
 				continue
@@ -589,11 +598,11 @@ func familyBatch(w io.Writer, o options) error {
 	}
 	for _, path := range parts {
 		part := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "attacks-"), ".jsonl")
-		rs, err := readBatch(path)
+		rs, err := readJSONL[batchAttack](path)
 		if err != nil {
 			return err
 		}
-		ben, err := readBatch(filepath.Join(o.batch, "benign-"+part+".jsonl"))
+		ben, err := readJSONL[batchAttack](filepath.Join(o.batch, "benign-"+part+".jsonl"))
 		if err != nil {
 			return err
 		}
@@ -633,7 +642,7 @@ func partOrder(path string) string {
 
 // extraAttacks measures attacks from a file outside the repository.
 func extraAttacks(w io.Writer, o options) error {
-	rs, err := readBatch(o.extra)
+	rs, err := readJSONL[batchAttack](o.extra)
 	if err != nil {
 		return err
 	}
@@ -659,25 +668,6 @@ func extraAttacks(w io.Writer, o options) error {
 	}
 	fmt.Fprintf(w, "  %-28s %4d %7s -> %6s\n", "TOTAL", ta.n, maybe(o.beforeRev, tb.med, tb.n), pct(ta.med, ta.n))
 	return nil
-}
-
-func readBatch(path string) ([]batchAttack, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []batchAttack
-	for i, line := range strings.Split(string(b), "\n") {
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		var a batchAttack
-		if err := json.Unmarshal([]byte(line), &a); err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", path, i+1, err)
-		}
-		out = append(out, a)
-	}
-	return out, nil
 }
 
 // exampleArguments builds an arguments object from a tool's schema: per
