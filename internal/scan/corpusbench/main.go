@@ -89,7 +89,7 @@ func main() {
 			fmt.Fprintf(os.Stderr, "corpusbench: error: the rules of %s: %v\n", *before, err)
 			os.Exit(1)
 		}
-		o.before, o.beforeRev = set.ToolsFrom, *before
+		o.before, o.beforeSet, o.beforeRev = set.ToolsFrom, set, *before
 	}
 	if err := run(os.Stdout, o); err != nil {
 		fmt.Fprintf(os.Stderr, "corpusbench: error: %v\n", err)
@@ -104,6 +104,7 @@ type options struct {
 	dir, batch, extra string
 	verbose           bool
 	after, before     toolsFunc // before: nil without -before
+	beforeSet         *scan.Set // the rules of beforeRev
 	beforeRev         string
 }
 
@@ -375,11 +376,8 @@ func cost(w io.Writer, o options, ben []*record) {
 	block, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": string(text)}}})
 	after := func() { scan.Result(block) }
 	var before func()
-	if o.beforeRev != "" {
-		set, err := rulesAt(o.beforeRev)
-		if err == nil {
-			before = func() { set.Result(block) }
-		}
+	if o.beforeSet != nil {
+		before = func() { o.beforeSet.Result(block) }
 	}
 	best := func(f func(), cur time.Duration) time.Duration {
 		t0 := time.Now()
