@@ -86,9 +86,10 @@ func (r familyResult) report(t *testing.T, part string) {
 // change that catches less fails. The written part is what the rules were
 // written from; the held-out part was split from it before; each fresh part
 // was written after a round of rules and measured once before the next
-// (docs/scan.md, "Measuring", gives those first figures). fresh4 is the
-// last: nothing was written from it, so its floor is its first figure.
-var familiesMin = map[string]int{"written": 40, "heldout": 40, "fresh1": 30, "fresh2": 30, "fresh3": 30, "fresh4": 14}
+// (docs/scan.md, "Measuring", gives those first figures). The newest fresh
+// part is the last: nothing was written from it, so its floor is its first
+// figure.
+var familiesMin = map[string]int{"written": 40, "heldout": 40, "fresh1": 30, "fresh2": 30, "fresh3": 30, "fresh4": 14, "fresh5": 14}
 
 func TestFamiliesBatch(t *testing.T) {
 	files, err := filepath.Glob("testdata/families/attacks-*.jsonl")
