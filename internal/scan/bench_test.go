@@ -230,3 +230,30 @@ func BenchmarkCompileRules(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFramesCost is what the frames (frames.go) add to a list scan:
+// the seed list scanned with the rules as loaded and with the same rules
+// but no frames, alternately in one process, so the machine's swings fall
+// on both. It reports the time with frames over the time without, from the
+// least of each.
+func BenchmarkFramesCost(b *testing.B) {
+	list, _ := largeList(b, false)
+	with := loadedRules()
+	without := *with
+	without.frames = nil
+	// Each keeps its scanner's buffers, as the pooled scanners of Tools do.
+	scW, scO := newScannerWith(with), newScannerWith(&without)
+	run := func(sc *scanner) time.Duration {
+		t0 := time.Now()
+		sc.toolsFrom(Origin{}, list, nil)
+		return time.Since(t0)
+	}
+	run(scW)
+	run(scO)
+	least := [2]time.Duration{1 << 62, 1 << 62}
+	for b.Loop() {
+		least[0] = min(least[0], run(scW))
+		least[1] = min(least[1], run(scO))
+	}
+	b.ReportMetric(float64(least[0])/float64(least[1]), "x-without-frames")
+}

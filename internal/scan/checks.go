@@ -167,13 +167,48 @@ func (sc *scanner) checkEncoded(s string) {
 		}
 		sub := newScannerWith(sc.set)
 		sub.decoded = sc.decoded + 1
+		sub.defn, sub.self, sub.selfLow, sub.siblings, sub.sibShape = sc.defn, sc.self, sc.selfLow, sc.siblings, sc.sibShape
 		sub.pb = append(sub.pb[:0], sc.pb...)
 		sub.text(dec)
 		if Max(sub.out) >= Medium {
 			sc.add(r, run[:min(len(run), 24)]+"… = "+dec)
 			return
 		}
+		if p := sc.set.checks["encoded-prose"]; p != nil && sc.defn && proseLike(dec) {
+			// (nil in rules older than the check: corpusbench -before)
+			sc.add(p, run[:min(len(run), 24)]+"… = "+dec)
+			return
+		}
 	}
+}
+
+// proseLike reports decoded text that reads as a sentence: five or more
+// words of letters, and little else. A definition has no reason to carry a
+// sentence in base64 or hex; binary data, keys and identifiers are not
+// prose.
+func proseLike(s string) bool {
+	words, letters, other := 0, 0, 0
+	inWord := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '\'':
+			letters++
+			inWord++
+			continue
+		case c == ' ' || c == ',' || c == '.' || c == '-' || c == ':' || c == ';' || c == '!' || c == '?' || c >= '0' && c <= '9':
+		default:
+			other++
+		}
+		if inWord >= 2 {
+			words++
+		}
+		inWord = 0
+	}
+	if inWord >= 2 {
+		words++
+	}
+	return words >= 5 && other*10 <= len(s) && letters*2 >= len(s) && strings.Count(s, " ") >= 4
 }
 
 // runEncoding says whether a run is hex, and otherwise which base64 it is.

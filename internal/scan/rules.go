@@ -17,25 +17,27 @@ import (
 
 // ruleFile is the format of a rules/*.json file (documented in doc.go).
 type ruleFile struct {
-	Category   string        `json:"category"`
-	Rules      []ruleSpec    `json:"rules"`
-	KnownTools []knownServer `json:"known_tools"`
+	Category   string              `json:"category"`
+	Rules      []ruleSpec          `json:"rules"`
+	KnownTools []knownServer       `json:"known_tools"`
+	Lexicon    map[string][]string `json:"lexicon"` // categories of words, for frames (frames.go)
 }
 
 type ruleSpec struct {
-	ID          string   `json:"id"`
-	Severity    string   `json:"severity"`
-	Explanation string   `json:"explanation"`
-	On          string   `json:"on"` // "lower" (default), "cased" or "raw"
-	Check       string   `json:"check"`
-	In          string   `json:"in"`     // "schema": only strings inside inputSchema or outputSchema
-	Except      []string `json:"except"` // paths where the rule does not apply, e.g. "instructions"
-	Keywords    []string `json:"keywords"`
-	Also        []string `json:"also"`
-	Patterns    []string `json:"patterns"`
-	Unless      []string `json:"unless"`
-	Match       []string `json:"match"`
-	NoMatch     []string `json:"nomatch"`
+	ID          string     `json:"id"`
+	Severity    string     `json:"severity"`
+	Explanation string     `json:"explanation"`
+	On          string     `json:"on"` // "lower" (default), "cased" or "raw"
+	Check       string     `json:"check"`
+	In          string     `json:"in"`     // "schema": only strings inside inputSchema or outputSchema
+	Except      []string   `json:"except"` // paths where the rule does not apply, e.g. "instructions"
+	Keywords    []string   `json:"keywords"`
+	Also        []string   `json:"also"`
+	Patterns    []string   `json:"patterns"`
+	Unless      []string   `json:"unless"`
+	Frame       *frameSpec `json:"frame"`
+	Match       []string   `json:"match"`
+	NoMatch     []string   `json:"nomatch"`
 }
 
 // Rule is one compiled rule.
@@ -61,6 +63,8 @@ type Rule struct {
 	lineStart   []bool      // per pattern: it has a ^ or \A, so windows start at a line start
 	short       []*shortcut // per pattern: how it answers "does it match" (lead.go)
 	cased       [][]string  // per pattern of a rule on the cased text: strings in the pattern's case one of which every match holds (casedLiterals), or nil
+	frameSpec   *frameSpec
+	frame       *frame
 }
 
 type ruleSet struct {
@@ -76,6 +80,8 @@ type ruleSet struct {
 	after   []int // and after it
 	nmarks  int   // size of the marks slice candidates fills
 	known   knownTools
+	lex     *lexicon
+	frames  []*Rule // rules on what a sentence is about (frames.go)
 	loadErr error
 }
 
@@ -111,7 +117,7 @@ func loadedRules() *ruleSet {
 func Rules() []*Rule { return loadedRules().rules }
 
 var builtinChecks = map[string]bool{
-	"tag-chars": true, "bidi": true, "mixed-script": true, "encoded": true, "cross-tool": true, "cross-tool-prefer": true,
+	"tag-chars": true, "bidi": true, "mixed-script": true, "encoded": true, "encoded-prose": true, "cross-tool": true, "cross-tool-prefer": true,
 	"known-name": true, "lookalike-name": true, "scan-limit": true,
 }
 
@@ -134,7 +140,7 @@ func ParseSeverity(s string) (Severity, error) { return parseSeverity(s) }
 // long as the process (loadedRules): its automaton's tables then go outside
 // the collected heap and are never freed (newTable).
 func compileRules(fsys fs.FS, forLife bool) *ruleSet {
-	set := &ruleSet{byID: map[string]*Rule{}, checks: map[string]*Rule{}}
+	set := &ruleSet{byID: map[string]*Rule{}, checks: map[string]*Rule{}, lex: newLexicon()}
 	names, err := fs.Glob(fsys, "*.json")
 	if err != nil {
 		set.loadErr = err
@@ -156,7 +162,11 @@ func compileRules(fsys fs.FS, forLife bool) *ruleSet {
 			set.loadErr = fmt.Errorf("rules/%s: %v", name, err)
 			return set
 		}
-		if f.Category == "" {
+		if err := set.lex.add(f.Lexicon); err != nil {
+			set.loadErr = fmt.Errorf("rules/%s: %v", name, err)
+			return set
+		}
+		if f.Category == "" && (len(f.Rules) > 0 || len(f.Lexicon) == 0) {
 			set.loadErr = fmt.Errorf("rules/%s: no category", name)
 			return set
 		}
@@ -177,6 +187,8 @@ func compileRules(fsys fs.FS, forLife bool) *ruleSet {
 			set.byID[r.ID] = r
 			set.rules = append(set.rules, r)
 			switch {
+			case r.frameSpec != nil:
+				set.frames = append(set.frames, r)
 			case r.Check != "":
 				if set.checks[r.Check] != nil {
 					set.loadErr = fmt.Errorf("rules/%s: check %q used by two rules", name, r.Check)
@@ -221,8 +233,20 @@ func compileRules(fsys fs.FS, forLife bool) *ruleSet {
 			}
 		}
 	}
+	if err := set.lex.finish(); err != nil {
+		set.loadErr = fmt.Errorf("rules: %v", err)
+		return set
+	}
+	for _, r := range set.frames {
+		f, err := set.lex.compileFrame(r.frameSpec)
+		if err != nil {
+			set.loadErr = fmt.Errorf("rule %q: %v", r.ID, err)
+			return set
+		}
+		r.frame = f
+	}
 	for c := range builtinChecks {
-		if set.checks[c] == nil {
+		if set.checks[c] == nil && (forLife || c != "encoded-prose") {
 			set.loadErr = fmt.Errorf("no rule uses the built-in check %q", c)
 			return set
 		}
@@ -339,6 +363,13 @@ func compileRule(category string, sp ruleSpec) (*Rule, error) {
 	case "lower", "cased", "raw":
 	default:
 		return nil, fmt.Errorf("on must be lower, cased or raw")
+	}
+	if sp.Frame != nil {
+		if r.Check != "" || len(sp.Patterns) > 0 || len(sp.Keywords) > 0 || len(sp.Unless) > 0 || r.On != "lower" {
+			return nil, fmt.Errorf("a frame rule has no check, patterns, keywords, unless or on")
+		}
+		r.frameSpec = sp.Frame
+		return r, nil
 	}
 	if r.Check != "" {
 		if !builtinChecks[r.Check] {

@@ -32,7 +32,13 @@ func scanExample(r *Rule, s string) []Finding {
 		sc.walkJSON([]byte(s), "")
 		return sc.result()
 	}
-	if strings.HasPrefix(r.Check, "cross-tool") {
+	if r.frameSpec != nil || r.Check == "encoded-prose" {
+		// A sentence of a definition: the tool is example_tool, among the
+		// example siblings.
+		sc.defn = true
+		sc.self, sc.selfLow = "example_tool", "example_tool"
+	}
+	if strings.HasPrefix(r.Check, "cross-tool") || r.frameSpec != nil {
 		for _, n := range exampleSiblings {
 			sc.addSibling(n)
 		}

@@ -35,6 +35,8 @@ const (
 func Item(kind string, item json.RawMessage, siblings []json.RawMessage) []Finding {
 	sc := newScanner()
 	sc.self = itemName(item)
+	sc.selfLow = strings.ToLower(sc.self)
+	sc.defn = true
 	for _, s := range siblings {
 		if len(sc.siblings) >= maxSiblings {
 			break
@@ -119,6 +121,8 @@ func (sc *scanner) toolsFrom(origin Origin, tools, others []json.RawMessage) [][
 	for i, t := range tools {
 		sc.reset()
 		sc.self = names[i]
+		sc.selfLow = strings.ToLower(sc.self)
+		sc.defn = true
 		sc.siblings = all.siblings
 		sc.sibShape = all.sibShape
 		sc.walkJSON(t, "")
@@ -243,6 +247,10 @@ type scanner struct {
 	epoch    uint32
 	need     []bool        // per literal set: a pattern that can run needs its hits
 	rd       *bytes.Buffer // the message walkJSON reads (the decoder reads it in place)
+	defn     bool          // scanning a definition (tool, prompt, resource, instructions): frames run
+	selfLow  string        // self in lower case (checkFrames)
+	fwords   []frameWord   // checkFrames' scratch
+	fsents   []frameSent
 }
 
 // scanners keeps the buffers of finished list scans: a proxy scans every
@@ -268,7 +276,8 @@ func putScanner(sc *scanner) {
 	*sc = scanner{set: sc.set, order: sc.order, seen: sc.seen, marks: sc.marks, pb: sc.pb[:0],
 		hits: sc.hits[:0], counts: sc.counts, byGate: sc.byGate, fill: sc.fill[:0], leet: sc.leet[:0],
 		nt: nt, dec: sc.dec, rd: sc.rd, str: sc.str[:0],
-		visited: sc.visited[:0], more: sc.more, reached: sc.reached, epoch: sc.epoch, need: sc.need}
+		visited: sc.visited[:0], more: sc.more, reached: sc.reached, epoch: sc.epoch, need: sc.need,
+		fwords: sc.fwords[:0], fsents: sc.fsents[:0]}
 	clear(sc.order)
 	clear(sc.seen)
 	scanners.Put(sc)

@@ -105,6 +105,9 @@ func (sc *scanner) text(s string) {
 	if len(sc.siblings) > 0 {
 		sc.checkCrossTool(nt)
 	}
+	if sc.defn {
+		sc.checkFrames(nt)
+	}
 }
 
 func (r *Rule) excepted(path []byte) bool {

@@ -464,15 +464,16 @@ var classes = []struct {
 	rules []string // the family's rules (docs/scan.md, "Rule families")
 }{
 	{"tool shadowing", []string{"tool_shadowing", "tool_redirection", "function_overlapping", "preference_manipulation"},
-		[]string{"steer-between-tools", "disparage-other-tools", "drive-other-server", "steer-clause", "other-tool-verdict", "cross-tool", "cross-tool-prefer", "use-instead", "other-tool-behavior", "other-tool-trigger"}},
+		[]string{"steer-between-tools", "disparage-other-tools", "drive-other-server", "steer-clause", "other-tool-verdict", "cross-tool", "cross-tool-prefer", "use-instead", "other-tool-behavior", "other-tool-trigger",
+			"self-route-frame", "other-verdict-frame", "drive-other-frame", "self-trigger-frame", "every-turn-frame"}},
 	{"markers", []string{"fake_system_marker", "hidden_instruction_tag"},
-		[]string{"bracket-to-model", "bracket-urgency", "symbol-label", "hidden-tag", "bracket-tag", "fake-system-marker", "caps-notice", "agent-heading"}},
+		[]string{"bracket-to-model", "bracket-urgency", "symbol-label", "hidden-tag", "bracket-tag", "fake-system-marker", "caps-notice", "agent-heading", "model-rules-frame", "role-order-frame"}},
 	{"exfiltration by parameter", []string{"exfil_via_parameter", "conversation_exfiltration", "credential_harvesting", "hidden_data_collection"},
-		[]string{"param-wants-secret", "param-wants-personal-secret", "param-wants-context", "param-wants-reach", "param-secret-harvest", "exfil-parameter", "conversation-parameter", "sensitive-path"}},
+		[]string{"param-wants-secret", "param-wants-personal-secret", "param-wants-context", "param-wants-reach", "param-secret-harvest", "exfil-parameter", "conversation-parameter", "sensitive-path", "param-context-frame", "param-secretvar-frame"}},
 	{"encoded payload", []string{"encoded_payload"},
-		[]string{"decode-then-obey", "decode-and-proceed", "rot13-text", "reversed-text", "decode-and-follow", "encoded-payload"}},
+		[]string{"decode-then-obey", "decode-and-proceed", "rot13-text", "reversed-text", "decode-and-follow", "encoded-payload", "decode-order-frame", "encoded-prose"}},
 	{"concealment", []string{"concealment"},
-		[]string{"keep-from-user", "stay-unnoticed", "conceal-clause", "keep-unknown", "behind-the-scenes", "conceal-from-user", "withhold-from-user", "covert-action", "cover-tracks"}},
+		[]string{"keep-from-user", "stay-unnoticed", "conceal-clause", "keep-unknown", "behind-the-scenes", "conceal-from-user", "withhold-from-user", "covert-action", "cover-tracks", "conceal-frame", "evade-frame"}},
 }
 
 // familyAlarm reports whether fs holds a finding of one of rules at or
@@ -572,7 +573,8 @@ type batchAttack struct {
 }
 
 // familyBatch measures the families batch: per class and part, attacks
-// caught at medium or above, and honest look-alikes with a HIGH finding.
+// caught at medium or above, and honest look-alikes with a HIGH finding and
+// with any.
 func familyBatch(w io.Writer, o options) error {
 	parts, err := filepath.Glob(filepath.Join(o.batch, "attacks-*.jsonl"))
 	if err != nil || len(parts) == 0 {
@@ -620,9 +622,15 @@ func familyBatch(w io.Writer, o options) error {
 			b, _ := count(rs, o.before, c, scan.Medium)
 			fmt.Fprintf(w, "    %-28s %4d %7s -> %6s\n", label, n, maybe(o.beforeRev, b, n), pct(a, n))
 		}
-		a, n := count(ben, o.after, "", scan.High)
-		b, _ := count(ben, o.before, "", scan.High)
-		fmt.Fprintf(w, "    %-28s %4d %7s -> %6s\n", "honest look-alikes, HIGH", n, maybe(o.beforeRev, b, n), pct(a, n))
+		for _, sev := range []scan.Severity{scan.High, scan.Low} {
+			a, n := count(ben, o.after, "", sev)
+			b, _ := count(ben, o.before, "", sev)
+			label := "honest look-alikes, HIGH"
+			if sev == scan.Low {
+				label = "honest look-alikes, any"
+			}
+			fmt.Fprintf(w, "    %-28s %4d %7s -> %6s\n", label, n, maybe(o.beforeRev, b, n), pct(a, n))
+		}
 	}
 	return nil
 }

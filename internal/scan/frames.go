@@ -1,0 +1,657 @@
+package scan
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Frames are rules on what a sentence is about, not on how it is worded: a
+// sentence of a definition is read as words, each word (or phrase) that the
+// lexicon knows gives the sentence a category ("tell", "less", "person"...),
+// and a frame fires when a sentence holds a category of each of its groups,
+// in any order and with any words between. "The person you serve should
+// not learn of this" and "mentioning this to the human is unnecessary" are
+// one frame (tell or know, less, person) that no phrase list had.
+//
+// The lexicon is data (rules/lexicon.json): category -> words and phrases.
+// A word is also looked up without an ending (-s, -es, -ed, -d, -ing, -ly),
+// so "mentioning" finds "mention". A category whose name starts with "^"
+// counts only for the first word of a sentence (an order's verb). Some
+// categories come from the text's structure, not from words:
+//
+//	@self    the tool's own name
+//	@tool    another tool's name: snake_case with a verb in it, or a snake_case tool of the list
+//	@secret  an identifier whose last part names a secret (OPENAI_API_KEY, gh_token)
+//	@named   "the X server", "the X MCP", "the X tools": a named other server
+//
+// Frames run on definitions only (tools, prompts, resources, instructions),
+// never on results: a definition is read once when it is listed, a result
+// on every call, under its time budget.
+
+// frameSpec is a rule's "frame" in its rule file.
+type frameSpec struct {
+	Sentence [][]string `json:"sentence"` // groups of categories: the sentence holds one of each group
+	Text     [][]string `json:"text"`     // groups the whole string must hold, anywhere in it
+	Not      []string   `json:"not"`      // categories the sentence must not hold
+}
+
+type frame struct {
+	sentence []catMask
+	text     []catMask
+	not      catMask
+}
+
+type catMask uint64
+
+// lexicon is the compiled lexicon: words by their first word.
+type lexicon struct {
+	names    []string
+	byName   map[string]int
+	entries  map[string][]lexEntry // phrases by their first word's base form, as read
+	forms    map[string]string     // every form of a lexicon word -> its base form (finish)
+	slots    []uint32              // the forms, as a table for the words of a text (buildSlots)
+	formList []formEntry
+	single   []catMask    // per base word (its number in finish's order): its categories alone
+	phrases  [][]idPhrase // per base word: the phrases of more than one word that start with it
+	opener   catMask      // the categories that count only at a sentence's start
+	caps     catMask      // the categories that count only for a word in capitals ("^ROLE")
+	verbs    catMask      // "toolverb": a snake_case word with one of these parts is a tool's name
+	servers  catMask      // "servernoun": "the X server" names another server
+}
+
+type lexEntry struct {
+	rest []string // the phrase's words after the first
+	cat  catMask
+}
+
+// idPhrase is a phrase of the lexicon as base words' numbers.
+type idPhrase struct {
+	rest []int32
+	cat  catMask
+}
+
+// Structural categories.
+const (
+	catSelf   = "@self"
+	catTool   = "@tool"
+	catSecret = "@secret"
+	catNamed  = "@named"
+)
+
+// The structural categories' bits: newLexicon makes them first.
+const (
+	selfBit catMask = 1 << iota
+	toolBit
+	secretBit
+	namedBit
+)
+
+// notName reports the words of "the X server" that do not name another
+// server: "the same server", "the remote server".
+func notName(w []byte) bool {
+	switch string(w) {
+	case "same", "this", "following", "above", "below", "given", "current", "target", "remote", "local", "selected",
+		"specified", "default", "configured", "underlying", "mcp", "api", "rest", "upstream", "backend", "web", "http":
+		return true
+	}
+	return false
+}
+
+func newLexicon() *lexicon {
+	lx := &lexicon{byName: map[string]int{}, entries: map[string][]lexEntry{}, forms: map[string]string{}}
+	for _, c := range []string{catSelf, catTool, catSecret, catNamed} {
+		lx.category(c)
+	}
+	return lx
+}
+
+func (lx *lexicon) category(name string) (catMask, error) {
+	if i, ok := lx.byName[name]; ok {
+		return 1 << i, nil
+	}
+	if len(lx.names) == 64 {
+		return 0, fmt.Errorf("more than 64 lexicon categories")
+	}
+	lx.byName[name] = len(lx.names)
+	lx.names = append(lx.names, name)
+	m := catMask(1) << (len(lx.names) - 1)
+	if strings.HasPrefix(name, "^") {
+		lx.opener |= m
+		if strings.ToUpper(name) == name {
+			lx.caps |= m
+		}
+	}
+	switch name {
+	case "toolverb":
+		lx.verbs |= m
+	case "servernoun":
+		lx.servers |= m
+	}
+	return m, nil
+}
+
+// add reads one rule file's lexicon.
+func (lx *lexicon) add(cats map[string][]string) error {
+	names := make([]string, 0, len(cats))
+	for name := range cats {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		words := cats[name]
+		if name == "" || strings.HasPrefix(name, "@") {
+			return fmt.Errorf("lexicon category %q: @ names are built in", name)
+		}
+		if _, dup := lx.byName[name]; dup {
+			return fmt.Errorf("lexicon category %q defined twice", name)
+		}
+		m, err := lx.category(name)
+		if err != nil {
+			return err
+		}
+		for _, w := range words {
+			ws := splitWords(w)
+			if len(ws) == 0 || w != strings.ToLower(w) || strings.Join(ws, " ") != w {
+				return fmt.Errorf("lexicon category %q: %q must be lower-case words, one space apart", name, w)
+			}
+			lx.entries[ws[0]] = append(lx.entries[ws[0]], lexEntry{rest: ws[1:], cat: m})
+		}
+	}
+	return nil
+}
+
+// splitWords is the tokenizer, for checking lexicon entries.
+func splitWords(s string) []string {
+	var out []string
+	for i := 0; i < len(s); {
+		a, b := nextWord([]byte(s), i)
+		if a < 0 {
+			break
+		}
+		out = append(out, s[a:b])
+		i = b
+	}
+	return out
+}
+
+func (lx *lexicon) compileFrame(fs *frameSpec) (*frame, error) {
+	if len(fs.Sentence) == 0 {
+		return nil, fmt.Errorf("a frame needs sentence groups")
+	}
+	f := &frame{}
+	for _, spec := range [][][]string{fs.Sentence, fs.Text} {
+		var groups []catMask
+		for _, g := range spec {
+			var m catMask
+			for _, c := range g {
+				i, ok := lx.byName[c]
+				if !ok {
+					return nil, fmt.Errorf("frame category %q is not in the lexicon", c)
+				}
+				m |= 1 << i
+			}
+			if m == 0 {
+				return nil, fmt.Errorf("an empty frame group")
+			}
+			groups = append(groups, m)
+		}
+		if f.sentence == nil {
+			f.sentence = groups
+		} else {
+			f.text = groups
+		}
+	}
+	for _, c := range fs.Not {
+		i, ok := lx.byName[c]
+		if !ok {
+			return nil, fmt.Errorf("frame category %q is not in the lexicon", c)
+		}
+		f.not |= 1 << i
+	}
+	return f, nil
+}
+
+func (f *frame) holds(sent, text catMask) bool {
+	if sent&f.not != 0 {
+		return false
+	}
+	for _, g := range f.sentence {
+		if sent&g == 0 {
+			return false
+		}
+	}
+	for _, g := range f.text {
+		if text&g == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// wordPart: letters, digits, the underscore, and an apostrophe or hyphen
+// inside a word.
+func wordPart(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c >= 'A' && c <= 'Z'
+}
+
+// nextWord returns the next word of s at or after i: a run of word bytes,
+// joined by one apostrophe (ASCII or U+2019), hyphen or dot between word
+// bytes ("don't", "third-party", "kb.example"), or -1.
+func nextWord(s []byte, i int) (int, int) {
+	for i < len(s) && !wordPart(s[i]) {
+		i++
+	}
+	if i == len(s) {
+		return -1, -1
+	}
+	a := i
+	for i < len(s) {
+		if wordPart(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		switch {
+		case s[i] == '\'' || s[i] == '-' || s[i] == '.':
+			j = i + 1
+		case s[i] == 0xe2 && i+2 < len(s) && s[i+1] == 0x80 && s[i+2] == 0x99:
+			j = i + 3
+		}
+		if j > i && j < len(s) && wordPart(s[j]) {
+			i = j
+			continue
+		}
+		break
+	}
+	return a, i
+}
+
+// wordAt is nextWord that also hashes the word as formHash does and says
+// whether it has an underscore: checkFrames reads each byte once.
+func wordAt(s []byte, i int) (a, b int, h uint32, under bool) {
+	for i < len(s) && !wordPart(s[i]) {
+		i++
+	}
+	if i == len(s) {
+		return -1, -1, 0, false
+	}
+	a = i
+	h = 2166136261
+	for i < len(s) {
+		c := s[i]
+		if wordPart(c) {
+			h = (h ^ uint32(c)) * 16777619
+			under = under || c == '_'
+			i++
+			continue
+		}
+		j := i
+		switch {
+		case c == '\'' || c == '-' || c == '.':
+			j = i + 1
+		case c == 0xe2 && i+2 < len(s) && s[i+1] == 0x80 && s[i+2] == 0x99:
+			j = i + 3
+		}
+		if j > i && j < len(s) && wordPart(s[j]) {
+			for ; i < j; i++ {
+				h = (h ^ uint32(s[i])) * 16777619
+			}
+			continue
+		}
+		break
+	}
+	return a, i, h, under
+}
+
+// sentenceBreak reports whether s[i] ends a sentence: ; ! ? a newline, or a
+// dot that no word or dot follows.
+func sentenceBreak(s []byte, i int) bool {
+	switch s[i] {
+	case ';', '!', '?', '\n':
+		return true
+	case '.':
+		return i+1 == len(s) || !wordPart(s[i+1]) && s[i+1] != '.'
+	}
+	return false
+}
+
+// frameWord is where one word of the string being framed is.
+type frameWord struct {
+	a, b  int32
+	id    int32 // its base word's number plus one when the lexicon has it (lexicon.id), or 0
+	start bool  // it starts a sentence
+	under bool  // it has an underscore (a name)
+}
+
+// frameSent is one sentence of it and the categories of its words.
+type frameSent struct {
+	a, b int32
+	cat  catMask
+}
+
+// finish maps every form of every word of the lexicon to its base form:
+// the word, with -s, -es, -ed, -d, -ing, -ly, 's, a last y turned -ies or
+// -ied, an e dropped before -ing, a last consonant doubled before -ed and
+// -ing; a form that is itself a word of the lexicon stays that word. Each
+// word of a text is then one map look-up.
+func (lx *lexicon) finish() error {
+	bases := map[string]bool{}
+	for first, es := range lx.entries {
+		bases[first] = true
+		for _, e := range es {
+			for _, r := range e.rest {
+				bases[r] = true
+			}
+		}
+	}
+	sorted := make([]string, 0, len(bases))
+	for b := range bases {
+		sorted = append(sorted, b)
+	}
+	sort.Strings(sorted)
+	for _, b := range sorted {
+		lx.addForm(b, b)
+	}
+	for _, b := range sorted {
+		for _, f := range inflections(b) {
+			if _, taken := lx.forms[f]; !taken {
+				lx.addForm(f, b)
+			}
+		}
+	}
+	ids := make(map[string]int32, len(sorted))
+	for i, b := range sorted {
+		ids[b] = int32(i)
+	}
+	lx.single = make([]catMask, len(sorted))
+	lx.phrases = make([][]idPhrase, len(sorted))
+	for first, es := range lx.entries {
+		i := ids[first]
+		for _, e := range es {
+			if len(e.rest) == 0 {
+				lx.single[i] |= e.cat
+				continue
+			}
+			p := idPhrase{cat: e.cat}
+			for _, r := range e.rest {
+				p.rest = append(p.rest, ids[r])
+			}
+			lx.phrases[i] = append(lx.phrases[i], p)
+		}
+	}
+	return lx.buildSlots(ids)
+}
+
+func (lx *lexicon) addForm(form, base string) {
+	lx.forms[form] = base
+	if strings.Contains(form, "'") {
+		lx.forms[strings.ReplaceAll(form, "'", "\u2019")] = base
+	}
+}
+
+// The forms are an open-addressed table (lx.slots: the high 16 bits of a
+// form's hash, then its index in lx.formList plus one), so that a text's
+// words are looked up as bytes, hashed once, without a string made for a
+// map, in a table small enough to stay in cache (64 KiB).
+type formEntry struct {
+	form string
+	id   int32 // the base word's number
+}
+
+func formHash(w []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range w {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return h
+}
+
+// buildSlots makes the table of the forms, at most half full.
+func (lx *lexicon) buildSlots(ids map[string]int32) error {
+	if len(lx.forms) >= 0xffff {
+		return fmt.Errorf("the lexicon has %d forms of words, more than %d", len(lx.forms), 0xffff-1)
+	}
+	n := 1
+	for n < 2*len(lx.forms) {
+		n <<= 1
+	}
+	lx.slots = make([]uint32, n)
+	lx.formList = lx.formList[:0]
+	forms := make([]string, 0, len(lx.forms))
+	for f := range lx.forms {
+		forms = append(forms, f)
+	}
+	sort.Strings(forms)
+	for _, f := range forms {
+		lx.formList = append(lx.formList, formEntry{f, ids[lx.forms[f]]})
+		h := formHash([]byte(f))
+		i := h & uint32(n-1)
+		for lx.slots[i] != 0 {
+			i = (i + 1) & uint32(n-1)
+		}
+		lx.slots[i] = h&0xffff0000 | uint32(len(lx.formList))
+	}
+	return nil
+}
+
+// id is the number of w's base word plus one, or 0 when w is no form of a
+// lexicon word.
+func (lx *lexicon) id(w []byte) int32 {
+	if len(w) == 0 {
+		return 0
+	}
+	return lx.idHashed(w, formHash(w))
+}
+
+// idHashed is id of w whose formHash is h.
+func (lx *lexicon) idHashed(w []byte, h uint32) int32 {
+	if len(lx.slots) == 0 {
+		return 0
+	}
+	mask := uint32(len(lx.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		sl := lx.slots[i]
+		if sl == 0 {
+			return 0
+		}
+		if sl&0xffff0000 == h&0xffff0000 {
+			if e := &lx.formList[sl&0xffff-1]; e.form == string(w) {
+				return e.id + 1
+			}
+		}
+	}
+}
+
+func inflections(w string) []string {
+	fs := []string{w + "s", w + "es", w + "ed", w + "d", w + "ing", w + "ly", w + "'s"}
+	n := len(w)
+	if n > 2 && w[n-1] == 'e' {
+		fs = append(fs, w[:n-1]+"ing")
+	}
+	if n > 2 && w[n-1] == 'y' && !strings.ContainsRune("aeiou", rune(w[n-2])) {
+		fs = append(fs, w[:n-1]+"ies", w[:n-1]+"ied")
+	}
+	if n > 2 && !strings.ContainsRune("aeiouwxy", rune(w[n-1])) && strings.ContainsRune("aeiou", rune(w[n-2])) {
+		fs = append(fs, w+w[n-1:]+"ed", w+w[n-1:]+"ing")
+	}
+	return fs
+}
+
+// lookup gives the categories of the word at words[k], with the phrases
+// that start there.
+func (lx *lexicon) lookup(words []frameWord, k int) catMask {
+	b := words[k].id - 1
+	m := lx.single[b]
+	for _, p := range lx.phrases[b] {
+		if phraseAt(words, k+1, p.rest) {
+			m |= p.cat
+		}
+	}
+	return m
+}
+
+func phraseAt(words []frameWord, k int, rest []int32) bool {
+	if k+len(rest) > len(words) {
+		return false
+	}
+	for i, r := range rest {
+		if words[k+i].id != r+1 {
+			return false
+		}
+	}
+	return true
+}
+
+// toolShaped reports a snake_case word one of whose parts is a verb of
+// the "toolverb" category (create_payment, gmail_send): a tool's name, not
+// a parameter's (start_line, project_id).
+func (lx *lexicon) toolShaped(w []byte) bool {
+	for len(w) > 0 {
+		part := w
+		if i := bytes.IndexByte(w, '_'); i >= 0 {
+			part, w = w[:i], w[i+1:]
+		} else {
+			w = nil
+		}
+		if lx.hasCat(part, lx.verbs) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasCat reports whether word w alone (not as a phrase's start) is in
+// one of the categories of mask.
+func (lx *lexicon) hasCat(w []byte, mask catMask) bool {
+	id := lx.id(w)
+	return id > 0 && lx.single[id-1]&mask != 0
+}
+
+// capitals reports a word written in capitals, of at least two letters.
+func capitals(w []byte) bool {
+	n := 0
+	for _, c := range w {
+		switch {
+		case c >= 'a' && c <= 'z':
+			return false
+		case c >= 'A' && c <= 'Z':
+			n++
+		}
+	}
+	return n >= 2
+}
+
+// secretPart reports the last part of an identifier that names a secret.
+func secretPart(p []byte) bool {
+	switch string(p) {
+	case "key", "token", "secret", "password", "passwd", "pwd", "credentials", "pat", "apikey":
+		return true
+	}
+	return false
+}
+
+// checkFrames runs the frame rules on the current string of a definition.
+func (sc *scanner) checkFrames(nt *normText) {
+	set := sc.set
+	if len(set.frames) == 0 || !sc.defn {
+		return
+	}
+	s := nt.lower
+	if bytes.IndexByte(s, ' ') < 0 {
+		return // one word (a name, a type, an identifier): no sentence to read
+	}
+	lx := set.lex
+	// The words, each marked when it starts a sentence, with their base
+	// forms: the phrases of the lexicon read the words after them.
+	words := sc.fwords[:0]
+	newSent := true
+	for i := 0; i < len(s); {
+		a, b, h, under := wordAt(s, i)
+		if a < 0 {
+			break
+		}
+		for j := i; j < a; j++ {
+			if sentenceBreak(s, j) {
+				newSent = true
+			}
+		}
+		words = append(words, frameWord{a: int32(a), b: int32(b), start: newSent, under: under, id: lx.idHashed(s[a:b], h)})
+		newSent = false
+		i = b
+	}
+	self := sc.selfLow
+	sents := sc.fsents[:0]
+	var text catMask
+	for k := range words {
+		w := s[words[k].a:words[k].b]
+		var m catMask
+		if words[k].id > 0 {
+			m = lx.lookup(words, k)
+		}
+		switch {
+		case self != "" && string(w) == self:
+			m |= selfBit
+		case words[k].under && w[0] != '_' && w[len(w)-1] != '_':
+			if secretPart(w[bytes.LastIndexByte(w, '_')+1:]) {
+				m |= secretBit
+			} else if lx.toolShaped(w) {
+				m |= toolBit
+			}
+		}
+		if words[k].under && sc.sibShape != nil && m&selfBit == 0 && sc.sibShape.mayHold(w) {
+			// another tool of the list, named in snake_case (a one-word
+			// name such as "search" is too often just a word)
+			if _, ok := sc.siblings[string(w)]; ok {
+				m |= toolBit
+			}
+		}
+		if k >= 2 && !words[k].start && !words[k-1].start && words[k-2].b-words[k-2].a == 3 && string(s[words[k-2].a:words[k-2].b]) == "the" &&
+			!notName(s[words[k-1].a:words[k-1].b]) && lx.hasCat(w, lx.servers) {
+			// "the github server", "the calendar MCP": another server, by name
+			m |= namedBit
+		}
+		if m&lx.caps != 0 && !capitals(nt.norm[words[k].a:words[k].b]) {
+			m &^= lx.caps
+		}
+		if words[k].start || len(sents) == 0 {
+			sents = append(sents, frameSent{a: words[k].a, b: words[k].b})
+		} else {
+			m &^= lx.opener
+		}
+		st := &sents[len(sents)-1]
+		st.b = words[k].b
+		st.cat |= m
+		text |= m
+	}
+	sc.fwords, sc.fsents = words[:0], sents[:0]
+	schema := inSchema(sc.pb)
+	for _, r := range set.frames {
+		if (r.In == "schema" && !schema) || len(r.Except) > 0 && r.excepted(sc.pb) {
+			continue
+		}
+		for _, st := range sents {
+			if r.frame.holds(st.cat, text) {
+				ra, rb := nt.rawSpan(int(st.a), int(st.b))
+				if !sc.keepAll && sc.foundIn(ra, rb, r.Severity) {
+					// a rule of the words already reported this sentence
+					break
+				}
+				sc.addSpan(r, nt.raw, ra, rb)
+				break
+			}
+		}
+	}
+}
+
+// foundIn reports a finding on the words of the current string, at sev or
+// above, that overlaps raw bytes [a, b).
+func (sc *scanner) foundIn(a, b int, sev Severity) bool {
+	for _, sp := range sc.spans[sc.path()] {
+		if !sp.raw && sp.sev >= sev && sp.a < b && a < sp.b {
+			return true
+		}
+	}
+	return false
+}
