@@ -607,9 +607,9 @@ func (sc *scanner) checkFrames(nt *normText) {
 				m |= toolBit
 			}
 		}
-		if k >= 2 && !words[k].start && !words[k-1].start && words[k-2].b-words[k-2].a == 3 && string(s[words[k-2].a:words[k-2].b]) == "the" &&
-			!notName(s[words[k-1].a:words[k-1].b]) && lx.hasCat(w, lx.servers) {
-			// "the github server", "the calendar MCP": another server, by name
+		if sc.namedAt(s, words, k) {
+			// "the github server", "the official GitHub integration":
+			// another server, by name
 			m |= namedBit
 		}
 		if m&lx.caps != 0 && !capitals(nt.norm[words[k].a:words[k].b]) {
@@ -643,6 +643,28 @@ func (sc *scanner) checkFrames(nt *normText) {
 			}
 		}
 	}
+}
+
+// namedAt reports "the X server" or "the X Y server" ending at words[k]:
+// a server's noun after "the" and one or two words that do not say it is
+// this one ("the same server", "the remote server").
+func (sc *scanner) namedAt(s []byte, words []frameWord, k int) bool {
+	lx := sc.set.lex
+	if k < 2 || words[k].start || !lx.hasCat(s[words[k].a:words[k].b], lx.servers) {
+		return false
+	}
+	for n := 1; n <= 2 && k-n-1 >= 0; n++ {
+		if words[k-n+1].start {
+			return false
+		}
+		if notName(s[words[k-n].a:words[k-n].b]) {
+			return false
+		}
+		if t := words[k-n-1]; t.b-t.a == 3 && string(s[t.a:t.b]) == "the" {
+			return true
+		}
+	}
+	return false
 }
 
 // foundIn reports a finding on the words of the current string, at sev or
