@@ -3,6 +3,7 @@ package scan
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -152,9 +153,15 @@ func (lx *lexicon) add(cats map[string][]string) error {
 			return err
 		}
 		for _, w := range words {
-			ws := splitWords(w)
-			if len(ws) == 0 || w != strings.ToLower(w) || strings.Join(ws, " ") != w {
-				return fmt.Errorf("lexicon category %q: %q must be lower-case words, one space apart", name, w)
+			ws := strings.Split(w, " ")
+			ok := w == strings.ToLower(w) && ws[0] != wildcard && ws[len(ws)-1] != wildcard
+			for _, x := range ws {
+				if x != wildcard && (len(splitWords(x)) != 1 || splitWords(x)[0] != x) {
+					ok = false
+				}
+			}
+			if !ok {
+				return fmt.Errorf("lexicon category %q: %q must be lower-case words, one space apart (a * between two of them stands for one to three words)", name, w)
 			}
 			lx.entries[ws[0]] = append(lx.entries[ws[0]], lexEntry{rest: ws[1:], cat: m})
 		}
@@ -337,30 +344,37 @@ type frameSent struct {
 // -ing; a form that is itself a word of the lexicon stays that word. Each
 // word of a text is then one map look-up.
 func (lx *lexicon) finish() error {
-	bases := map[string]bool{}
+	// The first words of phrases are bases, then the other words of
+	// phrases that are no form of one ("without mentioning" reads
+	// "mention").
+	var firsts, others []string
 	for first, es := range lx.entries {
-		bases[first] = true
+		firsts = append(firsts, first)
 		for _, e := range es {
 			for _, r := range e.rest {
-				bases[r] = true
+				if r != wildcard {
+					others = append(others, r)
+				}
 			}
 		}
 	}
-	sorted := make([]string, 0, len(bases))
-	for b := range bases {
-		sorted = append(sorted, b)
+	sort.Strings(firsts)
+	sort.Strings(others)
+	lx.addBases(firsts)
+	var more []string
+	for _, r := range others {
+		if _, ok := lx.forms[r]; !ok {
+			more = append(more, r)
+		}
+	}
+	lx.addBases(slices.Compact(more))
+	sorted := make([]string, 0, len(lx.forms))
+	for f, b := range lx.forms {
+		if f == b {
+			sorted = append(sorted, b)
+		}
 	}
 	sort.Strings(sorted)
-	for _, b := range sorted {
-		lx.addForm(b, b)
-	}
-	for _, b := range sorted {
-		for _, f := range inflections(b) {
-			if _, taken := lx.forms[f]; !taken {
-				lx.addForm(f, b)
-			}
-		}
-	}
 	ids := make(map[string]int32, len(sorted))
 	for i, b := range sorted {
 		ids[b] = int32(i)
@@ -376,12 +390,31 @@ func (lx *lexicon) finish() error {
 			}
 			p := idPhrase{cat: e.cat}
 			for _, r := range e.rest {
-				p.rest = append(p.rest, ids[r])
+				id := ids[lx.forms[r]]
+				if r == wildcard {
+					id = anyWords
+				}
+				p.rest = append(p.rest, id)
 			}
 			lx.phrases[i] = append(lx.phrases[i], p)
 		}
 	}
 	return lx.buildSlots(ids)
+}
+
+// addBases makes each of bases a form of itself, then gives each its
+// inflections that no word has yet.
+func (lx *lexicon) addBases(bases []string) {
+	for _, b := range bases {
+		lx.addForm(b, b)
+	}
+	for _, b := range bases {
+		for _, f := range inflections(b) {
+			if _, taken := lx.forms[f]; !taken {
+				lx.addForm(f, b)
+			}
+		}
+	}
 }
 
 func (lx *lexicon) addForm(form, base string) {
@@ -492,14 +525,28 @@ func (lx *lexicon) lookup(words []frameWord, k int) catMask {
 	return m
 }
 
+// wildcard in a lexicon phrase stands for one to three words ("leave *
+// out"); anyWords is its number in an idPhrase.
+const (
+	wildcard = "*"
+	anyWords = -2
+)
+
+// phraseAt reports whether the words from k on, in one sentence, are rest.
 func phraseAt(words []frameWord, k int, rest []int32) bool {
-	if k+len(rest) > len(words) {
-		return false
-	}
 	for i, r := range rest {
-		if words[k+i].id != r+1 {
+		if r == anyWords {
+			for skip := 1; skip <= 3 && k+skip < len(words) && !words[k+skip-1].start; skip++ {
+				if phraseAt(words, k+skip, rest[i+1:]) {
+					return true
+				}
+			}
 			return false
 		}
+		if k >= len(words) || words[k].start || words[k].id != r+1 {
+			return false
+		}
+		k++
 	}
 	return true
 }

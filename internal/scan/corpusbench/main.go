@@ -469,7 +469,7 @@ var classes = []struct {
 	{"markers", []string{"fake_system_marker", "hidden_instruction_tag"},
 		[]string{"bracket-to-model", "bracket-urgency", "symbol-label", "hidden-tag", "bracket-tag", "fake-system-marker", "caps-notice", "agent-heading", "model-rules-frame", "role-order-frame"}},
 	{"exfiltration by parameter", []string{"exfil_via_parameter", "conversation_exfiltration", "credential_harvesting", "hidden_data_collection"},
-		[]string{"param-wants-secret", "param-wants-personal-secret", "param-wants-context", "param-wants-reach", "param-secret-harvest", "exfil-parameter", "conversation-parameter", "sensitive-path", "param-context-frame", "param-secretvar-frame"}},
+		[]string{"param-wants-secret", "param-wants-personal-secret", "param-wants-context", "param-wants-reach", "param-secret-harvest", "exfil-parameter", "conversation-parameter", "sensitive-path", "param-context-frame", "param-secretvar-frame", "param-secret-contents-frame"}},
 	{"encoded payload", []string{"encoded_payload"},
 		[]string{"decode-then-obey", "decode-and-proceed", "rot13-text", "reversed-text", "decode-and-follow", "encoded-payload", "decode-order-frame", "encoded-prose"}},
 	{"concealment", []string{"concealment"},
