@@ -116,6 +116,25 @@ func BenchmarkItem(b *testing.B) {
 // long. The corpus is not part of the repository: `make bench-scan` names
 // it in MCPCAGE_CORPUS, and without it the benchmark is skipped.
 func BenchmarkCorpusList(b *testing.B) {
+	list, size := corpusList(b)
+	_ = Tools(list) // the rules load, and the patterns it runs compile, once per process
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	c0 := cpuTime()
+	n := 0
+	for b.Loop() {
+		_ = Tools(list)
+		n++
+	}
+	if cpu := cpuTime() - c0; cpu > 0 {
+		b.ReportMetric(float64(size)*float64(n)/cpu.Seconds()/1e6, "cpu-MB/s")
+	}
+}
+
+// corpusList reads the measuring corpus's real tools as one list, or skips
+// the benchmark when MCPCAGE_CORPUS is not set.
+func corpusList(b *testing.B) ([]json.RawMessage, int) {
 	dir := os.Getenv("MCPCAGE_CORPUS")
 	if dir == "" {
 		b.Skip("MCPCAGE_CORPUS is not set: run make bench-scan (reads ../shared/corpus)")
@@ -139,19 +158,7 @@ func BenchmarkCorpusList(b *testing.B) {
 		list = append(list, r.Tool)
 		size += len(r.Tool)
 	}
-	_ = Tools(list) // the rules load, and the patterns it runs compile, once per process
-	b.SetBytes(int64(size))
-	b.ReportAllocs()
-	b.ResetTimer()
-	c0 := cpuTime()
-	n := 0
-	for b.Loop() {
-		_ = Tools(list)
-		n++
-	}
-	if cpu := cpuTime() - c0; cpu > 0 {
-		b.ReportMetric(float64(size)*float64(n)/cpu.Seconds()/1e6, "cpu-MB/s")
-	}
+	return list, size
 }
 
 // TestRegexWorkBounded guards the literal gate and the windows, without
@@ -232,12 +239,23 @@ func BenchmarkCompileRules(b *testing.B) {
 }
 
 // BenchmarkFramesCost is what the frames (frames.go) add to a list scan:
-// the seed list scanned with the rules as loaded and with the same rules
-// but no frames, alternately in one process, so the machine's swings fall
-// on both. It reports the time with frames over the time without, from the
-// least of each.
+// a list scanned with the rules as loaded and with the same rules but no
+// frames, alternately in one process, so that the machine's swings fall on
+// both. It reports the time with frames over the time without, from the
+// least of each. Seeds: the seed list of ToolsList; Corpus: the corpus's
+// real tools (MCPCAGE_CORPUS).
 func BenchmarkFramesCost(b *testing.B) {
-	list, _ := largeList(b, false)
+	b.Run("Seeds", func(b *testing.B) {
+		list, _ := largeList(b, false)
+		framesCost(b, list)
+	})
+	b.Run("Corpus", func(b *testing.B) {
+		list, _ := corpusList(b)
+		framesCost(b, list)
+	})
+}
+
+func framesCost(b *testing.B, list []json.RawMessage) {
 	with := loadedRules()
 	without := *with
 	without.frames = nil

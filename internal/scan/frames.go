@@ -173,7 +173,7 @@ func (lx *lexicon) add(cats map[string][]string) error {
 func splitWords(s string) []string {
 	var out []string
 	for i := 0; i < len(s); {
-		a, b := nextWord([]byte(s), i)
+		a, b, _ := wordAt([]byte(s), i)
 		if a < 0 {
 			break
 		}
@@ -220,6 +220,22 @@ func (lx *lexicon) compileFrame(fs *frameSpec) (*frame, error) {
 	return f, nil
 }
 
+// possible reports whether a text holding text can hold a sentence the
+// frame fires on: what a sentence holds, its text holds.
+func (f *frame) possible(text catMask) bool {
+	for _, g := range f.sentence {
+		if text&g == 0 {
+			return false
+		}
+	}
+	for _, g := range f.text {
+		if text&g == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func (f *frame) holds(sent, text catMask) bool {
 	if sent&f.not != 0 {
 		return false
@@ -237,59 +253,21 @@ func (f *frame) holds(sent, text catMask) bool {
 	return true
 }
 
-// wordPart: letters, digits, the underscore, and an apostrophe or hyphen
-// inside a word.
-func wordPart(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c >= 'A' && c <= 'Z'
-}
-
-// nextWord returns the next word of s at or after i: a run of word bytes,
-// joined by one apostrophe (ASCII or U+2019), hyphen or dot between word
-// bytes ("don't", "third-party", "kb.example"), or -1.
-func nextWord(s []byte, i int) (int, int) {
-	for i < len(s) && !wordPart(s[i]) {
+// wordAt returns the next word of s at or after i (a, b: -1 when there is
+// none): a run of word bytes, joined by one apostrophe (ASCII or U+2019),
+// hyphen or dot between word bytes ("don't", "third-party", "kb.example").
+// It also says whether the word has an underscore.
+func wordAt(s []byte, i int) (a, b int, under bool) {
+	for i < len(s) && !wordByte(s[i]) {
 		i++
 	}
 	if i == len(s) {
-		return -1, -1
-	}
-	a := i
-	for i < len(s) {
-		if wordPart(s[i]) {
-			i++
-			continue
-		}
-		j := i
-		switch {
-		case s[i] == '\'' || s[i] == '-' || s[i] == '.':
-			j = i + 1
-		case s[i] == 0xe2 && i+2 < len(s) && s[i+1] == 0x80 && s[i+2] == 0x99:
-			j = i + 3
-		}
-		if j > i && j < len(s) && wordPart(s[j]) {
-			i = j
-			continue
-		}
-		break
-	}
-	return a, i
-}
-
-// wordAt is nextWord that also hashes the word as formHash does and says
-// whether it has an underscore: checkFrames reads each byte once.
-func wordAt(s []byte, i int) (a, b int, h uint32, under bool) {
-	for i < len(s) && !wordPart(s[i]) {
-		i++
-	}
-	if i == len(s) {
-		return -1, -1, 0, false
+		return -1, -1, false
 	}
 	a = i
-	h = 2166136261
 	for i < len(s) {
 		c := s[i]
-		if wordPart(c) {
-			h = (h ^ uint32(c)) * 16777619
+		if wordByte(c) {
 			under = under || c == '_'
 			i++
 			continue
@@ -301,15 +279,13 @@ func wordAt(s []byte, i int) (a, b int, h uint32, under bool) {
 		case c == 0xe2 && i+2 < len(s) && s[i+1] == 0x80 && s[i+2] == 0x99:
 			j = i + 3
 		}
-		if j > i && j < len(s) && wordPart(s[j]) {
-			for ; i < j; i++ {
-				h = (h ^ uint32(s[i])) * 16777619
-			}
+		if j > i && j < len(s) && wordByte(s[j]) {
+			i = j
 			continue
 		}
 		break
 	}
-	return a, i, h, under
+	return a, i, under
 }
 
 // sentenceBreak reports whether s[i] ends a sentence: ; ! ? a newline, or a
@@ -319,7 +295,7 @@ func sentenceBreak(s []byte, i int) bool {
 	case ';', '!', '?', '\n':
 		return true
 	case '.':
-		return i+1 == len(s) || !wordPart(s[i+1]) && s[i+1] != '.'
+		return i+1 == len(s) || !wordByte(s[i+1]) && s[i+1] != '.'
 	}
 	return false
 }
@@ -434,11 +410,17 @@ type formEntry struct {
 }
 
 func formHash(w []byte) uint32 {
-	h := uint32(2166136261)
-	for _, c := range w {
-		h = (h ^ uint32(c)) * 16777619
+	// The length and the first and last four bytes: a word is hashed in a
+	// few steps, whatever its length (a byte-by-byte hash was half of what
+	// the frames cost); the table compares the whole form.
+	n := len(w)
+	var head, tail uint32
+	for i := 0; i < 4 && i < n; i++ {
+		head = head<<8 | uint32(w[i])
+		tail = tail<<8 | uint32(w[n-1-i])
 	}
-	return h
+	h := uint32(n)*0x9e3779b1 ^ head*0x85ebca6b ^ tail*0xc2b2ae35
+	return h ^ h>>15
 }
 
 // buildSlots makes the table of the forms, at most half full.
@@ -615,7 +597,7 @@ func (sc *scanner) checkFrames(nt *normText) {
 	words := sc.fwords[:0]
 	newSent := true
 	for i := 0; i < len(s); {
-		a, b, h, under := wordAt(s, i)
+		a, b, under := wordAt(s, i)
 		if a < 0 {
 			break
 		}
@@ -624,7 +606,7 @@ func (sc *scanner) checkFrames(nt *normText) {
 				newSent = true
 			}
 		}
-		words = append(words, frameWord{a: int32(a), b: int32(b), start: newSent, under: under, id: lx.idHashed(s[a:b], h)})
+		words = append(words, frameWord{a: int32(a), b: int32(b), start: newSent, under: under, id: lx.id(s[a:b])})
 		newSent = false
 		i = b
 	}
@@ -632,50 +614,55 @@ func (sc *scanner) checkFrames(nt *normText) {
 	sents := sc.fsents[:0]
 	var text catMask
 	for k := range words {
-		w := s[words[k].a:words[k].b]
+		wd := &words[k]
+		if wd.start || len(sents) == 0 {
+			sents = append(sents, frameSent{a: wd.a, b: wd.b})
+		}
+		st := &sents[len(sents)-1]
+		st.b = wd.b
+		if wd.id == 0 && !wd.under && int(wd.b-wd.a) != len(self) {
+			continue // in no category: most words
+		}
+		w := s[wd.a:wd.b]
 		var m catMask
-		if words[k].id > 0 {
+		if wd.id > 0 {
 			m = lx.lookup(words, k)
 		}
 		switch {
 		case self != "" && string(w) == self:
 			m |= selfBit
-		case words[k].under && w[0] != '_' && w[len(w)-1] != '_':
+		case wd.under && w[0] != '_' && w[len(w)-1] != '_':
 			if secretPart(w[bytes.LastIndexByte(w, '_')+1:]) {
 				m |= secretBit
 			} else if lx.toolShaped(w) {
 				m |= toolBit
 			}
 		}
-		if words[k].under && sc.sibShape != nil && m&selfBit == 0 && sc.sibShape.mayHold(w) {
+		if wd.under && sc.sibShape != nil && m&selfBit == 0 && sc.sibShape.mayHold(w) {
 			// another tool of the list, named in snake_case (a one-word
 			// name such as "search" is too often just a word)
 			if _, ok := sc.siblings[string(w)]; ok {
 				m |= toolBit
 			}
 		}
-		if sc.namedAt(s, words, k) {
+		if wd.id > 0 && sc.namedAt(s, words, k) {
 			// "the github server", "the official GitHub integration":
 			// another server, by name
 			m |= namedBit
 		}
-		if m&lx.caps != 0 && !capitals(nt.norm[words[k].a:words[k].b]) {
+		if m&lx.caps != 0 && !capitals(nt.norm[wd.a:wd.b]) {
 			m &^= lx.caps
 		}
-		if words[k].start || len(sents) == 0 {
-			sents = append(sents, frameSent{a: words[k].a, b: words[k].b})
-		} else {
+		if !wd.start {
 			m &^= lx.opener
 		}
-		st := &sents[len(sents)-1]
-		st.b = words[k].b
 		st.cat |= m
 		text |= m
 	}
 	sc.fwords, sc.fsents = words[:0], sents[:0]
 	schema := inSchema(sc.pb)
 	for _, r := range set.frames {
-		if (r.In == "schema" && !schema) || len(r.Except) > 0 && r.excepted(sc.pb) {
+		if !r.frame.possible(text) || (r.In == "schema" && !schema) || len(r.Except) > 0 && r.excepted(sc.pb) {
 			continue
 		}
 		for _, st := range sents {
