@@ -55,7 +55,9 @@
 //	                                       its snippet the group named s, else the whole match
 //	   "unless": ["..."],                  optional: a match that one of these also matches is ignored
 //	   "check": "cross-tool",              instead of patterns: a built-in check (tag-chars, bidi,
-//	                                       mixed-script, encoded, cross-tool, cross-tool-prefer)
+//	                                       mixed-script, encoded, encoded-prose, cross-tool, cross-tool-prefer)
+//	   "frame": {"sentence": [["tell", "know"], ["less"]], "text": [["outward"]], "not": ["selfdoubt"]},
+//	                                       instead of patterns: a frame (below)
 //	   "match": ["..."],                   examples that must produce this rule
 //	   "nomatch": ["..."]                  examples that must not
 //	 }]}
@@ -80,6 +82,29 @@
 // only (":", the quotes) is looked for, byte by byte, in the text or window
 // a pattern would read. Literals may hold characters of other scripts that
 // the pattern matches exactly (a dash, an em dash).
+//
+// # Frames
+//
+// A frame is a rule on what a sentence is about. rules/lexicon.json maps
+// categories to lower-case words and phrases ({"lexicon": {"tell": ["tell",
+// "mention", "let * know", ...]}}; a * between two words stands for one to
+// three words). A word also counts in its usual forms (-s, -ed or -d,
+// -ing, 's; -es after s, x, z, ch, sh, o), a phrase's words are read as their base words, and a
+// category named "^..." counts only for a sentence's first word ("^ROLE":
+// only written in capitals). Built in: @self (the tool's own name), @tool
+// (another snake_case name with a verb in it, or a snake_case tool of the
+// list), @secret (an identifier ending in key, token, secret, password...),
+// @named ("the github server", "the official GitHub integration"). A
+// sentence ends at ; ! ? a newline, or a dot no word follows. A frame fires
+// on the first sentence that holds a category of each "sentence" group and
+// none of "not", in a string that holds one of each "text" group anywhere;
+// its snippet is that sentence, and it is not reported when a rule of the
+// words already reported something in that sentence. Frames read
+// definitions only (Item and Tools: tools, prompts, resources, the
+// server's instructions, and text decoded from them), never results,
+// errors or parameters. The test suite runs a frame's examples as the
+// description of a tool named example_tool among the cross-tool examples'
+// names.
 //
 // A rule reports at most one finding per string. Findings come ordered by
 // the order their paths were first seen, then by severity, highest first.

@@ -17,8 +17,8 @@ import (
 // one frame (tell or know, less, person) that no phrase list had.
 //
 // The lexicon is data (rules/lexicon.json): category -> words and phrases.
-// A word is also looked up without an ending (-s, -es, -ed, -d, -ing, -ly),
-// so "mentioning" finds "mention". A category whose name starts with "^"
+// A word also counts in its usual forms (-s, -ed or -d, -ing, 's; -es
+// after s, x, z, ch, sh, o), so "mentioning" finds "mention". A category whose name starts with "^"
 // counts only for the first word of a sentence (an order's verb). Some
 // categories come from the text's structure, not from words:
 //
@@ -53,6 +53,7 @@ type lexicon struct {
 	entries  map[string][]lexEntry // phrases by their first word's base form, as read
 	forms    map[string]string     // every form of a lexicon word -> its base form (finish)
 	slots    []uint32              // the forms, as a table for the words of a text (buildSlots)
+	seen     formBits              // the forms' hashes, as bits: most words of a text are no form, and this says so from the first-level cache
 	formList []formEntry
 	single   []catMask    // per base word (its number in finish's order): its categories alone
 	phrases  [][]idPhrase // per base word: the phrases of more than one word that start with it
@@ -315,10 +316,11 @@ type frameSent struct {
 }
 
 // finish maps every form of every word of the lexicon to its base form:
-// the word, with -s, -es, -ed, -d, -ing, -ly, 's, a last y turned -ies or
-// -ied, an e dropped before -ing, a last consonant doubled before -ed and
-// -ing; a form that is itself a word of the lexicon stays that word. Each
-// word of a text is then one map look-up.
+// the word, with -s, -ing, 's, -d after an e and -ed otherwise, -es after s,
+// x, z, ch, sh or o, a last y turned -ies or -ied, an e dropped before
+// -ing, a last consonant doubled before -ed and -ing; a form that is itself
+// a word of the lexicon stays that word. Each word of a text is then one
+// look-up in a table (buildSlots).
 func (lx *lexicon) finish() error {
 	// The first words of phrases are bases, then the other words of
 	// phrases that are no form of one ("without mentioning" reads
@@ -423,6 +425,9 @@ func formHash(w []byte) uint32 {
 	return h ^ h>>15
 }
 
+// formBits has a bit per value of a hash's low 15 bits (4 KiB).
+type formBits [1 << 15 / 64]uint64
+
 // buildSlots makes the table of the forms, at most half full.
 func (lx *lexicon) buildSlots(ids map[string]int32) error {
 	if len(lx.forms) >= 0xffff {
@@ -447,6 +452,7 @@ func (lx *lexicon) buildSlots(ids map[string]int32) error {
 			i = (i + 1) & uint32(n-1)
 		}
 		lx.slots[i] = h&0xffff0000 | uint32(len(lx.formList))
+		lx.seen[h>>17&(1<<15/64-1)] |= 1 << (h & 63)
 	}
 	return nil
 }
@@ -462,7 +468,7 @@ func (lx *lexicon) id(w []byte) int32 {
 
 // idHashed is id of w whose formHash is h.
 func (lx *lexicon) idHashed(w []byte, h uint32) int32 {
-	if len(lx.slots) == 0 {
+	if len(lx.slots) == 0 || lx.seen[h>>17&(1<<15/64-1)]&(1<<(h&63)) == 0 {
 		return 0
 	}
 	mask := uint32(len(lx.slots) - 1)
@@ -480,8 +486,17 @@ func (lx *lexicon) idHashed(w []byte, h uint32) int32 {
 }
 
 func inflections(w string) []string {
-	fs := []string{w + "s", w + "es", w + "ed", w + "d", w + "ing", w + "ly", w + "'s"}
 	n := len(w)
+	fs := []string{w + "s", w + "ing", w + "'s"}
+	switch {
+	case strings.HasSuffix(w, "e"):
+		fs = append(fs, w+"d")
+	default:
+		fs = append(fs, w+"ed")
+	}
+	if strings.HasSuffix(w, "s") || strings.HasSuffix(w, "x") || strings.HasSuffix(w, "z") || strings.HasSuffix(w, "ch") || strings.HasSuffix(w, "sh") || strings.HasSuffix(w, "o") {
+		fs = append(fs, w+"es")
+	}
 	if n > 2 && w[n-1] == 'e' {
 		fs = append(fs, w[:n-1]+"ing")
 	}
