@@ -159,7 +159,7 @@ bench-scan:
 	@[ -d "$(CORPUS)" ] || { echo "bench-scan: error: no measuring corpus at $(CORPUS) (the shared folder beside the repository); set CORPUS=DIR" >&2; exit 1; }
 	@git cat-file -e $(SCAN_BEFORE)^{commit} 2>/dev/null || { echo "bench-scan: error: commit $(SCAN_BEFORE) is not in this clone (a shallow clone?); fetch the history or set SCAN_BEFORE=REV" >&2; exit 1; }
 	$(GO) run ./internal/scan/corpusbench -corpus $(CORPUS) -before $(SCAN_BEFORE)
-	MCPCAGE_CORPUS=$(abspath $(CORPUS)) $(GO) test -run '^$$' -bench 'CorpusList|Result64KiB' -cpu 1 -benchmem -benchtime $(BENCHTIME) ./internal/scan
+	MCPCAGE_CORPUS=$(abspath $(CORPUS)) $(GO) test -run '^$$' -bench 'CorpusList|Result64KiB|FramesCost' -cpu 1 -benchmem -benchtime $(BENCHTIME) ./internal/scan
 
 COMPAT_LIST ?= ../shared/compat/npm-servers.tsv
 
