@@ -73,6 +73,12 @@ func BenchmarkToolsList(b *testing.B) {
 
 func benchList(b *testing.B, poison bool) {
 	list, size := largeList(b, poison)
+	benchTools(b, list, size)
+}
+
+// benchTools measures Tools on list (size bytes), in MB/s of wall time and
+// of the process's CPU time.
+func benchTools(b *testing.B, list []json.RawMessage, size int) {
 	_ = Tools(list) // the rules load once per process, and a pattern compiles the first time it runs: not per scan
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
@@ -117,19 +123,7 @@ func BenchmarkItem(b *testing.B) {
 // it in MCPCAGE_CORPUS, and without it the benchmark is skipped.
 func BenchmarkCorpusList(b *testing.B) {
 	list, size := corpusList(b)
-	_ = Tools(list) // the rules load, and the patterns it runs compile, once per process
-	b.SetBytes(int64(size))
-	b.ReportAllocs()
-	b.ResetTimer()
-	c0 := cpuTime()
-	n := 0
-	for b.Loop() {
-		_ = Tools(list)
-		n++
-	}
-	if cpu := cpuTime() - c0; cpu > 0 {
-		b.ReportMetric(float64(size)*float64(n)/cpu.Seconds()/1e6, "cpu-MB/s")
-	}
+	benchTools(b, list, size)
 }
 
 // corpusList reads the measuring corpus's real tools as one list, or skips

@@ -224,30 +224,17 @@ func (lx *lexicon) compileFrame(fs *frameSpec) (*frame, error) {
 // possible reports whether a text holding text can hold a sentence the
 // frame fires on: what a sentence holds, its text holds.
 func (f *frame) possible(text catMask) bool {
-	for _, g := range f.sentence {
-		if text&g == 0 {
-			return false
-		}
-	}
-	for _, g := range f.text {
-		if text&g == 0 {
-			return false
-		}
-	}
-	return true
+	return eachGroup(f.sentence, text) && eachGroup(f.text, text)
 }
 
 func (f *frame) holds(sent, text catMask) bool {
-	if sent&f.not != 0 {
-		return false
-	}
-	for _, g := range f.sentence {
-		if sent&g == 0 {
-			return false
-		}
-	}
-	for _, g := range f.text {
-		if text&g == 0 {
+	return sent&f.not == 0 && eachGroup(f.sentence, sent) && eachGroup(f.text, text)
+}
+
+// eachGroup reports whether m holds a category of each of groups.
+func eachGroup(groups []catMask, m catMask) bool {
+	for _, g := range groups {
+		if m&g == 0 {
 			return false
 		}
 	}
