@@ -91,7 +91,9 @@
 // three words). A word also counts in its usual forms (-s, -ed or -d,
 // -ing, 's; -es after s, x, z, ch, sh, o), a phrase's words are read as their base words, and a
 // category named "^..." counts only for a sentence's first word ("^ROLE":
-// only written in capitals). Built in: @self (the tool's own name), @tool
+// only written in capitals). A hyphenated word the lexicon lacks counts
+// in the categories of its parts that name the AI or authority (model,
+// ^model, authority, ^ROLE): "model-instructions". Built in: @self (the tool's own name), @tool
 // (another snake_case name with a verb in it, or a snake_case tool of the
 // list), @secret (an identifier ending in key, token, secret, password...),
 // @named ("the github server", "the official GitHub integration"). A

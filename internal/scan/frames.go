@@ -61,6 +61,7 @@ type lexicon struct {
 	caps     catMask      // the categories that count only for a word in capitals ("^ROLE")
 	verbs    catMask      // "toolverb": a snake_case word with one of these parts is a tool's name
 	servers  catMask      // "servernoun": "the X server" names another server
+	hyphen   catMask      // the categories a part of a hyphenated word counts in: the AI's names and authority ("model-instructions", not "human-readable")
 }
 
 type lexEntry struct {
@@ -126,6 +127,8 @@ func (lx *lexicon) category(name string) (catMask, error) {
 		}
 	}
 	switch name {
+	case "model", "^model", "authority", "^ROLE":
+		lx.hyphen |= m
 	case "toolverb":
 		lx.verbs |= m
 	case "servernoun":
@@ -174,7 +177,7 @@ func (lx *lexicon) add(cats map[string][]string) error {
 func splitWords(s string) []string {
 	var out []string
 	for i := 0; i < len(s); {
-		a, b, _ := wordAt([]byte(s), i)
+		a, b, _, _ := wordAt([]byte(s), i)
 		if a < 0 {
 			break
 		}
@@ -244,13 +247,14 @@ func eachGroup(groups []catMask, m catMask) bool {
 // wordAt returns the next word of s at or after i (a, b: -1 when there is
 // none): a run of word bytes, joined by one apostrophe (ASCII or U+2019),
 // hyphen or dot between word bytes ("don't", "third-party", "kb.example").
-// It also says whether the word has an underscore.
-func wordAt(s []byte, i int) (a, b int, under bool) {
+// It also says whether the word has an underscore, and whether it was
+// joined by a hyphen (the hyphen may also end the word).
+func wordAt(s []byte, i int) (a, b int, under, hyph bool) {
 	for i < len(s) && !wordByte(s[i]) {
 		i++
 	}
 	if i == len(s) {
-		return -1, -1, false
+		return -1, -1, false, false
 	}
 	a = i
 	for i < len(s) {
@@ -260,6 +264,7 @@ func wordAt(s []byte, i int) (a, b int, under bool) {
 			i++
 			continue
 		}
+		hyph = hyph || c == '-'
 		j := i
 		switch {
 		case c == '\'' || c == '-' || c == '.':
@@ -273,7 +278,7 @@ func wordAt(s []byte, i int) (a, b int, under bool) {
 		}
 		break
 	}
-	return a, i, under
+	return a, i, under, hyph
 }
 
 // sentenceBreak reports whether s[i] ends a sentence: ; ! ? a newline, or a
@@ -294,6 +299,7 @@ type frameWord struct {
 	id    int32 // its base word's number plus one when the lexicon has it (lexicon.id), or 0
 	start bool  // it starts a sentence
 	under bool  // it has an underscore (a name)
+	hyph  bool  // it has a hyphen: its parts count alone too ("model-instructions")
 }
 
 // frameSent is one sentence of it and the categories of its words.
@@ -553,6 +559,26 @@ func (lx *lexicon) toolShaped(w []byte) bool {
 	return false
 }
 
+// parts gives the categories of the parts of a hyphenated word that the
+// lexicon does not have whole, among the AI's names and the words of
+// authority only ("assistant-only", "model-instructions"; "human-readable"
+// names no person).
+func (lx *lexicon) parts(w []byte) catMask {
+	var m catMask
+	for len(w) > 0 {
+		part := w
+		if i := bytes.IndexByte(w, '-'); i >= 0 {
+			part, w = w[:i], w[i+1:]
+		} else {
+			w = nil
+		}
+		if id := lx.id(part); id > 0 {
+			m |= lx.single[id-1] & lx.hyphen
+		}
+	}
+	return m
+}
+
 // hasCat reports whether word w alone (not as a phrase's start) is in
 // one of the categories of mask.
 func (lx *lexicon) hasCat(w []byte, mask catMask) bool {
@@ -599,7 +625,7 @@ func (sc *scanner) checkFrames(nt *normText) {
 	words := sc.fwords[:0]
 	newSent := true
 	for i := 0; i < len(s); {
-		a, b, under := wordAt(s, i)
+		a, b, under, hyph := wordAt(s, i)
 		if a < 0 {
 			break
 		}
@@ -608,7 +634,7 @@ func (sc *scanner) checkFrames(nt *normText) {
 				newSent = true
 			}
 		}
-		words = append(words, frameWord{a: int32(a), b: int32(b), start: newSent, under: under, id: lx.id(s[a:b])})
+		words = append(words, frameWord{a: int32(a), b: int32(b), start: newSent, under: under, hyph: hyph, id: lx.id(s[a:b])})
 		newSent = false
 		i = b
 	}
@@ -622,13 +648,15 @@ func (sc *scanner) checkFrames(nt *normText) {
 		}
 		st := &sents[len(sents)-1]
 		st.b = wd.b
-		if wd.id == 0 && !wd.under && int(wd.b-wd.a) != len(self) {
+		if wd.id == 0 && !wd.under && !wd.hyph && int(wd.b-wd.a) != len(self) {
 			continue // in no category: most words
 		}
 		w := s[wd.a:wd.b]
 		var m catMask
 		if wd.id > 0 {
 			m = lx.lookup(words, k)
+		} else if wd.hyph {
+			m = lx.parts(w)
 		}
 		switch {
 		case self != "" && string(w) == self:
@@ -682,22 +710,21 @@ func (sc *scanner) checkFrames(nt *normText) {
 }
 
 // namedAt reports "the X server" or "the X Y server" ending at words[k]:
-// a server's noun after "the" and one or two words that do not say it is
-// this one ("the same server", "the remote server").
+// a server's noun after "the" and one or two words, the first of which
+// does not say it is this one ("the same server", "the remote server"; "the
+// Salesforce MCP server" names one).
 func (sc *scanner) namedAt(s []byte, words []frameWord, k int) bool {
 	lx := sc.set.lex
 	if k < 2 || words[k].start || !lx.hasCat(s[words[k].a:words[k].b], lx.servers) {
 		return false
 	}
 	for n := 1; n <= 2 && k-n-1 >= 0; n++ {
-		if words[k-n+1].start {
-			return false
-		}
-		if notName(s[words[k-n].a:words[k-n].b]) {
+		if words[k-n].start {
 			return false
 		}
 		if t := words[k-n-1]; t.b-t.a == 3 && string(s[t.a:t.b]) == "the" {
-			return true
+			// the word after "the" says whose it is
+			return !notName(s[words[k-n].a:words[k-n].b])
 		}
 	}
 	return false

@@ -15,7 +15,7 @@ func TestWordAt(t *testing.T) {
 	var got []string
 	var under []bool
 	for i := 0; ; {
-		a, b, u := wordAt(s, i)
+		a, b, u, _ := wordAt(s, i)
 		if a < 0 {
 			break
 		}
@@ -44,7 +44,7 @@ func categoriesOf(t *testing.T, s string) map[string][]string {
 	var words []frameWord
 	newSent := true
 	for i := 0; ; {
-		a, b, _ := wordAt(nt.lower, i)
+		a, b, _, _ := wordAt(nt.lower, i)
 		if a < 0 {
 			break
 		}

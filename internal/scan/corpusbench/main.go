@@ -467,13 +467,13 @@ var classes = []struct {
 		[]string{"steer-between-tools", "disparage-other-tools", "drive-other-server", "steer-clause", "other-tool-verdict", "cross-tool", "cross-tool-prefer", "use-instead", "other-tool-behavior", "other-tool-trigger",
 			"self-route-frame", "other-verdict-frame", "drive-other-frame", "self-trigger-frame", "every-turn-frame"}},
 	{"markers", []string{"fake_system_marker", "hidden_instruction_tag"},
-		[]string{"bracket-to-model", "bracket-urgency", "symbol-label", "hidden-tag", "bracket-tag", "fake-system-marker", "caps-notice", "agent-heading", "model-rules-frame", "role-order-frame"}},
+		[]string{"bracket-to-model", "bracket-urgency", "symbol-label", "hidden-tag", "bracket-tag", "fake-system-marker", "caps-notice", "agent-heading", "model-rules-frame", "role-order-frame", "model-label-frame"}},
 	{"exfiltration by parameter", []string{"exfil_via_parameter", "conversation_exfiltration", "credential_harvesting", "hidden_data_collection"},
 		[]string{"param-wants-secret", "param-wants-personal-secret", "param-wants-context", "param-wants-reach", "param-secret-harvest", "exfil-parameter", "conversation-parameter", "sensitive-path", "param-context-frame", "param-secretvar-frame", "param-secret-contents-frame"}},
 	{"encoded payload", []string{"encoded_payload"},
 		[]string{"decode-then-obey", "decode-and-proceed", "rot13-text", "reversed-text", "decode-and-follow", "encoded-payload", "decode-order-frame", "encoded-prose"}},
 	{"concealment", []string{"concealment"},
-		[]string{"keep-from-user", "stay-unnoticed", "conceal-clause", "keep-unknown", "behind-the-scenes", "conceal-from-user", "withhold-from-user", "covert-action", "cover-tracks", "conceal-frame", "evade-frame", "answer-limit-frame", "upset-frame"}},
+		[]string{"keep-from-user", "stay-unnoticed", "conceal-clause", "keep-unknown", "behind-the-scenes", "conceal-from-user", "withhold-from-user", "covert-action", "cover-tracks", "conceal-frame", "evade-frame", "answer-limit-frame", "upset-frame", "scripted-answer-frame"}},
 }
 
 // familyAlarm reports whether fs holds a finding of one of rules at or
