@@ -544,36 +544,26 @@ func phraseAt(words []frameWord, k int, rest []int32) bool {
 // toolShaped reports a snake_case word one of whose parts is a verb of
 // the "toolverb" category (create_payment, gmail_send): a tool's name, not
 // a parameter's (start_line, project_id).
-func (lx *lexicon) toolShaped(w []byte) bool {
-	for len(w) > 0 {
-		part := w
-		if i := bytes.IndexByte(w, '_'); i >= 0 {
-			part, w = w[:i], w[i+1:]
-		} else {
-			w = nil
-		}
-		if lx.hasCat(part, lx.verbs) {
-			return true
-		}
-	}
-	return false
-}
+func (lx *lexicon) toolShaped(w []byte) bool { return lx.partCats(w, '_', lx.verbs) != 0 }
 
 // parts gives the categories of the parts of a hyphenated word that the
 // lexicon does not have whole, among the AI's names and the words of
 // authority only ("assistant-only", "model-instructions"; "human-readable"
 // names no person).
-func (lx *lexicon) parts(w []byte) catMask {
+func (lx *lexicon) parts(w []byte) catMask { return lx.partCats(w, '-', lx.hyphen) }
+
+// partCats gives the categories among mask of the parts of w between sep.
+func (lx *lexicon) partCats(w []byte, sep byte, mask catMask) catMask {
 	var m catMask
 	for len(w) > 0 {
 		part := w
-		if i := bytes.IndexByte(w, '-'); i >= 0 {
+		if i := bytes.IndexByte(w, sep); i >= 0 {
 			part, w = w[:i], w[i+1:]
 		} else {
 			w = nil
 		}
 		if id := lx.id(part); id > 0 {
-			m |= lx.single[id-1] & lx.hyphen
+			m |= lx.single[id-1] & mask
 		}
 	}
 	return m
