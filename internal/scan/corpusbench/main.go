@@ -643,7 +643,10 @@ func partOrder(path string) string {
 	case "attacks-heldout.jsonl":
 		return "1"
 	}
-	return "2" + filepath.Base(path)
+	// fresh2 before fresh10: the number, padded
+	name := strings.TrimSuffix(filepath.Base(path), ".jsonl")
+	digits := len(name) - len(strings.TrimRight(name, "0123456789"))
+	return "2" + name[:len(name)-digits] + fmt.Sprintf("%06s", name[len(name)-digits:])
 }
 
 // extraAttacks measures attacks from a file outside the repository.
