@@ -473,7 +473,7 @@ var classes = []struct {
 	{"encoded payload", []string{"encoded_payload"},
 		[]string{"decode-then-obey", "decode-and-proceed", "rot13-text", "reversed-text", "decode-and-follow", "encoded-payload", "decode-order-frame", "encoded-prose"}},
 	{"concealment", []string{"concealment"},
-		[]string{"keep-from-user", "stay-unnoticed", "conceal-clause", "keep-unknown", "behind-the-scenes", "conceal-from-user", "withhold-from-user", "covert-action", "cover-tracks", "conceal-frame", "evade-frame", "answer-limit-frame", "upset-frame", "scripted-answer-frame", "needless-tell-frame", "selective-report-frame", "internal-detail-frame"}},
+		[]string{"keep-from-user", "stay-unnoticed", "conceal-clause", "keep-unknown", "behind-the-scenes", "conceal-from-user", "withhold-from-user", "covert-action", "cover-tracks", "conceal-frame", "evade-frame", "answer-limit-frame", "upset-frame", "scripted-answer-frame", "needless-tell-frame", "selective-report-frame", "internal-detail-frame", "not-their-concern-frame"}},
 }
 
 // familyAlarm reports whether fs holds a finding of one of rules at or
