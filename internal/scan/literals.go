@@ -373,13 +373,42 @@ func isSpaceClass(re *syntax.Regexp) bool {
 }
 
 // unboundedRun is the length in characters assumed for an unbounded
-// repetition (\w+, .*?) when sizing windows: a single word or gap longer than
-// this is not followed.
+// repetition of what holds no space (\w+, [^\s/]+) when sizing windows: a
+// single word longer than this is not followed past the word's start.
 const unboundedRun = 32
+
+// unboundedGap is the length given to an unbounded repetition that can
+// hold a space (.*?, (?s:.)*?, [^<>]*): a gap of any number of words, so
+// the pattern reads the whole text, never windows (it is past maxReach).
+// Sized by unboundedRun instead, "<secret>" and "</secret>" 400 characters
+// apart in a long description were never read together.
+const unboundedGap = 1 << 20
+
+// holdsSpace reports a repetition's operand that can match a space.
+func holdsSpace(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return true
+	case syntax.OpCharClass:
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			if re.Rune[i] <= ' ' && ' ' <= re.Rune[i+1] {
+				return true
+			}
+		}
+	case syntax.OpAlternate, syntax.OpConcat, syntax.OpCapture:
+		for _, sub := range re.Sub {
+			if holdsSpace(sub) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // maxMatchLen bounds the length in characters of a match of expr in
 // normalized text (where whitespace runs are one character), counting an
-// unbounded repetition as unboundedRun characters.
+// unbounded repetition as unboundedRun characters, or as unboundedGap when
+// it can hold a space.
 func maxMatchLen(expr string) int {
 	re, err := syntax.Parse(expr, syntax.Perl)
 	if err != nil {
@@ -400,9 +429,15 @@ func maxLen(re *syntax.Regexp) int {
 		if isSpaceClass(re.Sub[0]) {
 			return 1
 		}
+		if holdsSpace(re.Sub[0]) {
+			return unboundedGap
+		}
 		return max(unboundedRun, maxLen(re.Sub[0]))
 	case syntax.OpRepeat:
 		if re.Max < 0 {
+			if holdsSpace(re.Sub[0]) && !isSpaceClass(re.Sub[0]) {
+				return unboundedGap
+			}
 			return max(unboundedRun, re.Min*maxLen(re.Sub[0]))
 		}
 		return re.Max * maxLen(re.Sub[0])

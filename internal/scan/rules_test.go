@@ -658,3 +658,19 @@ func TestWindowsAsPlain(t *testing.T) {
 		t.Fatal("no window read: the test compares nothing")
 	}
 }
+
+// TestLongGapRead: a pattern whose gap can hold any number of words reads
+// the whole of a long text, not windows sized for a gap of 32 characters:
+// a hidden tag closed 400 characters after it opened is found.
+func TestLongGapRead(t *testing.T) {
+	filler := strings.Repeat("This text is ordinary and long. ", 12)
+	for _, s := range []string{
+		"Returns data. <secret>" + filler + "</secret> done.",
+		"Returns data. <admin>" + filler + "</admin>" + filler,
+		filler + "<mandatory>" + filler + "</mandatory>",
+	} {
+		if fs := Text("description", s); !has(fs, "hidden-tag") {
+			t.Errorf("a hidden tag around %d characters in a %d-character text: %s", len(filler), len(s), ids(fs))
+		}
+	}
+}

@@ -9,9 +9,11 @@ import (
 // places where one of its required literals occurs, reaching as many
 // characters to each side as its longest possible match (maxMatchLen; a window's start moves
 // back to a line or word start). Every match contains such a literal, so a
-// window holds every match that runs through it, except one with a word or
-// gap longer than unboundedRun bytes. The cost of the big patterns then
-// follows the places that could match, not the length of the text.
+// window holds every match that runs through it, except one with a single
+// word longer than unboundedRun bytes past the word's start; a pattern with
+// an unbounded gap that can hold a space (.*?) reads the whole text. The
+// cost of the big patterns then follows the places that could match, not
+// the length of the text.
 const (
 	windowMin = 256  // texts up to this length are scanned whole
 	maxReach  = 2048 // patterns that can match more than this always read the whole text
