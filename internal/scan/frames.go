@@ -3,6 +3,7 @@ package scan
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -315,6 +316,25 @@ type frameSent struct {
 // a word of the lexicon stays that word. Each word of a text is then one
 // look-up in a table (buildSlots).
 func (lx *lexicon) finish() error {
+	// A word that only starts phrases and is a form of another first word
+	// is read as that word ("mentioned earlier" starts with "mention"): its
+	// phrases move there, so that "mentioned" alone still reads "mention".
+	// A form listed alone keeps its own categories ("summaries").
+	keys := slices.Sorted(maps.Keys(lx.entries))
+	formOf := map[string]string{}
+	for _, k := range keys {
+		for _, f := range inflections(k) {
+			if es, isKey := lx.entries[f]; isKey && formOf[f] == "" && f != k && !slices.ContainsFunc(es, func(e lexEntry) bool { return len(e.rest) == 0 }) {
+				formOf[f] = k
+			}
+		}
+	}
+	for _, f := range keys {
+		if base := formOf[f]; base != "" {
+			lx.entries[base] = append(lx.entries[base], lx.entries[f]...)
+			delete(lx.entries, f)
+		}
+	}
 	// The first words of phrases are bases, then the other words of
 	// phrases that are no form of one ("without mentioning" reads
 	// "mention").
