@@ -75,7 +75,9 @@
 //
 // In a text longer than 256 characters, a pattern runs only on windows around
 // the occurrences of its rarest literal set, reaching as far as its longest
-// possible match (an unbounded repetition counted as 32 characters), and
+// possible match (an unbounded repetition of what holds no space counted as
+// 32 characters; one that can hold a space, such as .*?, makes the pattern
+// read the whole text), and
 // only where each of its other literal sets also occurs inside the window. A
 // literal set holding a single common character (space, letter, digit,
 // common punctuation) is not followed by the automaton; one of punctuation
