@@ -303,6 +303,25 @@ type frameWord struct {
 	hyph  bool  // it has a hyphen: its parts count alone too ("model-instructions")
 }
 
+// readWords appends the words of s to words, each marked when it starts a
+// sentence, with its base word's number.
+func (lx *lexicon) readWords(s []byte, words []frameWord) []frameWord {
+	newSent := true
+	for i := 0; i < len(s); {
+		a, b, under, hyph := wordAt(s, i)
+		if a < 0 {
+			break
+		}
+		for j := i; j < a; j++ {
+			newSent = newSent || sentenceBreak(s, j)
+		}
+		words = append(words, frameWord{a: int32(a), b: int32(b), start: newSent, under: under, hyph: hyph, id: lx.id(s[a:b])})
+		newSent = false
+		i = b
+	}
+	return words
+}
+
 // frameSent is one sentence of it and the categories of its words.
 type frameSent struct {
 	a, b int32
@@ -473,15 +492,11 @@ func (lx *lexicon) buildSlots(ids map[string]int32) error {
 // id is the number of w's base word plus one, or 0 when w is no form of a
 // lexicon word.
 func (lx *lexicon) id(w []byte) int32 {
-	if len(w) == 0 {
+	if len(w) == 0 || len(lx.slots) == 0 {
 		return 0
 	}
-	return lx.idHashed(w, formHash(w))
-}
-
-// idHashed is id of w whose formHash is h.
-func (lx *lexicon) idHashed(w []byte, h uint32) int32 {
-	if len(lx.slots) == 0 || lx.seen[h>>17&(1<<15/64-1)]&(1<<(h&63)) == 0 {
+	h := formHash(w)
+	if lx.seen[h>>17&(1<<15/64-1)]&(1<<(h&63)) == 0 {
 		return 0
 	}
 	mask := uint32(len(lx.slots) - 1)
@@ -619,10 +634,11 @@ func secretPart(p []byte) bool {
 	return false
 }
 
-// checkFrames runs the frame rules on the current string of a definition.
+// checkFrames runs the frame rules on the current string of a definition
+// (text calls it for definitions only: sc.defn).
 func (sc *scanner) checkFrames(nt *normText) {
 	set := sc.set
-	if len(set.frames) == 0 || !sc.defn {
+	if len(set.frames) == 0 {
 		return
 	}
 	s := nt.lower
@@ -632,22 +648,7 @@ func (sc *scanner) checkFrames(nt *normText) {
 	lx := set.lex
 	// The words, each marked when it starts a sentence, with their base
 	// forms: the phrases of the lexicon read the words after them.
-	words := sc.fwords[:0]
-	newSent := true
-	for i := 0; i < len(s); {
-		a, b, under, hyph := wordAt(s, i)
-		if a < 0 {
-			break
-		}
-		for j := i; j < a; j++ {
-			if sentenceBreak(s, j) {
-				newSent = true
-			}
-		}
-		words = append(words, frameWord{a: int32(a), b: int32(b), start: newSent, under: under, hyph: hyph, id: lx.id(s[a:b])})
-		newSent = false
-		i = b
-	}
+	words := lx.readWords(s, sc.fwords[:0])
 	self := sc.selfLow
 	sents := sc.fsents[:0]
 	var text catMask
