@@ -175,7 +175,6 @@ func (sc *scanner) checkEncoded(s string) {
 			return
 		}
 		if p := sc.set.checks["encoded-prose"]; p != nil && sc.defn && proseLike(dec) {
-			// (nil in rules older than the check: corpusbench -before)
 			sc.add(p, run[:min(len(run), 24)]+"… = "+dec)
 			return
 		}

@@ -246,7 +246,7 @@ func compileRules(fsys fs.FS, forLife bool) *ruleSet {
 		r.frame = f
 	}
 	for c := range builtinChecks {
-		if set.checks[c] == nil && (forLife || c != "encoded-prose") {
+		if set.checks[c] == nil && forLife {
 			set.loadErr = fmt.Errorf("no rule uses the built-in check %q", c)
 			return set
 		}
