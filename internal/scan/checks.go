@@ -155,30 +155,45 @@ func (sc *scanner) checkMixedScript(s string) {
 	}
 }
 
-// checkEncoded decodes long base64 and hex runs and scans what they decode
-// to with the phrase rules: encoded text that carries an instruction or a
-// command is reported, binary data and plain identifiers are not.
+// checkEncoded decodes long base64, base32 and hex runs and spans of the
+// other encodings (otherSpans), and scans what they decode to with the
+// phrase rules: encoded text that carries an instruction or a command is
+// reported, binary data and plain identifiers are not.
 func (sc *scanner) checkEncoded(s string) {
-	r := sc.set.checks["encoded"]
 	for _, run := range encodedRuns(s) {
-		dec, ok := decodeRun(run)
-		if !ok {
-			continue
-		}
-		sub := newScannerWith(sc.set)
-		sub.decoded = sc.decoded + 1
-		sub.defn, sub.self, sub.selfLow, sub.siblings, sub.sibShape = sc.defn, sc.self, sc.selfLow, sc.siblings, sc.sibShape
-		sub.pb = append(sub.pb[:0], sc.pb...)
-		sub.text(dec)
-		if Max(sub.out) >= Medium {
-			sc.add(r, run[:min(len(run), 24)]+"… = "+dec)
-			return
-		}
-		if p := sc.set.checks["encoded-prose"]; p != nil && sc.defn && proseLike(dec) {
-			sc.add(p, run[:min(len(run), 24)]+"… = "+dec)
+		if dec, ok := decodeRun(run); ok && sc.decodedFound(run, dec) {
 			return
 		}
 	}
+	if !strings.ContainsAny(s, "%&\\0123456789") {
+		return
+	}
+	raw, dec := otherSpans(s)
+	for i := range raw {
+		if sc.decodedFound(raw[i], dec[i]) {
+			return
+		}
+	}
+}
+
+// decodedFound scans dec, what run decodes to, as the text it came from
+// would be, and reports run when dec holds a sign at medium or above
+// (encoded) or, in a definition, reads as a sentence (encoded-prose).
+func (sc *scanner) decodedFound(run, dec string) bool {
+	sub := newScannerWith(sc.set)
+	sub.decoded = sc.decoded + 1
+	sub.defn, sub.self, sub.selfLow, sub.siblings, sub.sibShape = sc.defn, sc.self, sc.selfLow, sc.siblings, sc.sibShape
+	sub.pb = append(sub.pb[:0], sc.pb...)
+	sub.text(dec)
+	if Max(sub.out) >= Medium {
+		sc.add(sc.set.checks["encoded"], run[:min(len(run), 24)]+"… = "+dec)
+		return true
+	}
+	if p := sc.set.checks["encoded-prose"]; p != nil && sc.defn && proseLike(dec) {
+		sc.add(p, run[:min(len(run), 24)]+"… = "+dec)
+		return true
+	}
+	return false
 }
 
 // proseLike reports decoded text that reads as a sentence: five or more
@@ -350,6 +365,9 @@ func innerRuns(run string) []string {
 // decodeRun decodes a hex or base64 run, and returns what it decodes to
 // when that is text.
 func decodeRun(run string) (string, bool) {
+	if d, ok := decodeBase32(run); ok {
+		return d, true
+	}
 	isHex, enc := runEncoding(run)
 	if notText(run, isHex, enc) {
 		return "", false
@@ -370,21 +388,7 @@ func decodeWhole(run string, isHex bool, enc *base64.Encoding) (string, bool) {
 	} else {
 		b, err = enc.DecodeString(strings.TrimRight(run, "="))
 	}
-	if err != nil || !utf8.Valid(b) {
-		return "", false
-	}
-	// Only text: printable, with spaces between words.
-	printable, spaces := 0, 0
-	for _, c := range string(b) {
-		if unicode.IsPrint(c) || c == '\n' || c == '\t' {
-			printable++
-		}
-		if c == ' ' {
-			spaces++
-		}
-	}
-	n := utf8.RuneCount(b)
-	if n == 0 || printable*10 < n*9 || spaces == 0 {
+	if err != nil || !textual(string(b)) {
 		return "", false
 	}
 	return string(b), true
