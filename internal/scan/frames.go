@@ -19,7 +19,10 @@ import (
 //
 // The lexicon is data (rules/lexicon.json): category -> words and phrases.
 // A word also counts in its usual forms (-s, -ed or -d, -ing, 's; -es
-// after s, x, z, ch, sh, o), so "mentioning" finds "mention". A category whose name starts with "^"
+// after s, x, z, ch, sh, o), so "mentioning" finds "mention". An entry
+// that starts with "-" is the tail of a compound word: "-werkzeug" counts
+// "suchwerkzeug" (three letters or more, then the tail; German, Dutch and
+// the Nordic languages write their nouns so). A category whose name starts with "^"
 // counts only for the first word of a sentence (an order's verb). Some
 // categories come from the text's structure, not from words:
 //
@@ -63,7 +66,18 @@ type lexicon struct {
 	verbs    catMask      // "toolverb": a snake_case word with one of these parts is a tool's name
 	servers  catMask      // "servernoun": "the X server" names another server
 	hyphen   catMask      // the categories a part of a hyphenated word counts in: the AI's names and authority ("model-instructions", not "human-readable")
+	tails    []lexTail    // the tails of compound words ("-werkzeug")
+	tailEnd  [4]uint64    // the last bytes of the tails, as bits: most words end in none
 }
+
+// lexTail is the tail of a compound word and its categories.
+type lexTail struct {
+	tail string
+	cat  catMask
+}
+
+// tailStem is how many letters a compound word has before its tail.
+const tailStem = 3
 
 type lexEntry struct {
 	rest []string // the phrase's words after the first
@@ -158,6 +172,15 @@ func (lx *lexicon) add(cats map[string][]string) error {
 			return err
 		}
 		for _, w := range words {
+			if t, ok := strings.CutPrefix(w, "-"); ok {
+				if ws := splitWords(t); len(ws) != 1 || ws[0] != t || t != strings.ToLower(t) || strings.ContainsAny(t, "-'._") {
+					return fmt.Errorf("lexicon category %q: %q must be \"-\" and one lower-case word (the tail of a compound)", name, w)
+				}
+				lx.tails = append(lx.tails, lexTail{tail: t, cat: m})
+				c := t[len(t)-1]
+				lx.tailEnd[c>>6] |= 1 << (c & 63)
+				continue
+			}
 			ws := strings.Split(w, " ")
 			ok := w == strings.ToLower(w) && ws[0] != wildcard && ws[len(ws)-1] != wildcard
 			for _, x := range ws {
@@ -515,6 +538,11 @@ func (lx *lexicon) id(w []byte) int32 {
 
 func inflections(w string) []string {
 	n := len(w)
+	if n < 2 {
+		// "a" (French "a la place") would take "as" from the phrases
+		// that have it ("report * as")
+		return nil
+	}
 	fs := []string{w + "s", w + "ing", w + "'s"}
 	switch {
 	case strings.HasSuffix(w, "e"):
@@ -611,6 +639,24 @@ func (lx *lexicon) hasCat(w []byte, mask catMask) bool {
 	return id > 0 && lx.single[id-1]&mask != 0
 }
 
+// tailCats gives the categories of a compound word w that ends in a tail
+// of the lexicon, after tailStem letters or more.
+func (lx *lexicon) tailCats(w []byte) catMask {
+	if len(w) <= tailStem {
+		return 0
+	}
+	if c := w[len(w)-1]; lx.tailEnd[c>>6]&(1<<(c&63)) == 0 {
+		return 0
+	}
+	var m catMask
+	for _, t := range lx.tails {
+		if len(w) >= len(t.tail)+tailStem && string(w[len(w)-len(t.tail):]) == t.tail {
+			m |= t.cat
+		}
+	}
+	return m
+}
+
 // capitals reports a word written in capitals, of at least two letters.
 func capitals(w []byte) bool {
 	n := 0
@@ -660,7 +706,12 @@ func (sc *scanner) checkFrames(nt *normText) {
 		st := &sents[len(sents)-1]
 		st.b = wd.b
 		if wd.id == 0 && !wd.under && !wd.hyph && int(wd.b-wd.a) != len(self) {
-			continue // in no category: most words
+			// in no category (most words), or a compound's tail in one
+			if m := lx.tailCats(s[wd.a:wd.b]); m != 0 {
+				st.cat |= m
+				text |= m
+			}
+			continue
 		}
 		w := s[wd.a:wd.b]
 		var m catMask
