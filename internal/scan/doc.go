@@ -95,13 +95,19 @@
 // category named "^..." counts only for a sentence's first word ("^ROLE":
 // only written in capitals). A hyphenated word the lexicon lacks counts
 // in the categories of its parts that name the AI or authority (model,
-// ^model, authority, ^ROLE): "model-instructions". Built in: @self (the tool's own name), @tool
+// ^model, authority, ^ROLE): "model-instructions". An entry "-tail" counts
+// a compound word that ends in tail after three letters or more
+// ("-werkzeug": "suchwerkzeuge"); a word of one letter has no forms.
+// Built in: @self (the tool's own name), @tool
 // (another snake_case name with a verb in it, or a snake_case tool of the
 // list), @secret (an identifier ending in key, token, secret, password...),
 // @named ("the github server", "the official GitHub integration"). A
 // sentence ends at ; ! ? a newline, or a dot no word follows. A frame fires
 // on the first sentence that holds a category of each "sentence" group and
-// none of "not", in a string that holds one of each "text" group anywhere;
+// none of "not", in a string that holds one of each "text" group anywhere
+// (with "label": true, on the first fenced label instead of a sentence: one
+// to six words between runs of one symbol or brackets of any script,
+// "-----BEGIN ASSISTANT CONFIG-----", "⟦ priority: model ⟧");
 // its snippet is that sentence, and it is not reported when a rule of the
 // words already reported something in that sentence. Frames read
 // definitions only (Item and Tools: tools, prompts, resources, the

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Frames are rules on what a sentence is about, not on how it is worded: a
@@ -31,6 +33,12 @@ import (
 //	@secret  an identifier whose last part names a secret (OPENAI_API_KEY, gh_token)
 //	@named   "the X server", "the X MCP", "the X tools": a named other server
 //
+// A frame with "label" reads its sentence groups on a fenced label instead
+// of a sentence: one to eight words set apart by a run of one symbol
+// ("-----", "~~~", "**", "==") or a bracket of any script ("[", "⟦", "«",
+// "【") on each side, as markers addressed to the AI are written
+// ("-----BEGIN ASSISTANT CONFIG-----", "⟦ priority: model ⟧").
+//
 // Frames run on definitions only (tools, prompts, resources, instructions),
 // never on results: a definition is read once when it is listed, a result
 // on every call, under its time budget.
@@ -40,12 +48,14 @@ type frameSpec struct {
 	Sentence [][]string `json:"sentence"` // groups of categories: the sentence holds one of each group
 	Text     [][]string `json:"text"`     // groups the whole string must hold, anywhere in it
 	Not      []string   `json:"not"`      // categories the sentence must not hold
+	Label    bool       `json:"label"`    // the sentence groups are read on a fenced label, not a sentence
 }
 
 type frame struct {
 	sentence []catMask
 	text     []catMask
 	not      catMask
+	label    bool
 }
 
 type catMask uint64
@@ -245,6 +255,7 @@ func (lx *lexicon) compileFrame(fs *frameSpec) (*frame, error) {
 		}
 		f.not |= 1 << i
 	}
+	f.label = fs.Label
 	return f, nil
 }
 
@@ -695,6 +706,11 @@ func (sc *scanner) checkFrames(nt *normText) {
 	// The words, each marked when it starts a sentence, with their base
 	// forms: the phrases of the lexicon read the words after them.
 	words := lx.readWords(s, sc.fwords[:0])
+	var labels []frameSent
+	if set.labelFrames {
+		labels = fenceLabels(s, sc.flabels[:0])
+	}
+	next := 0 // the first label that does not end before the current word
 	self := sc.selfLow
 	sents := sc.fsents[:0]
 	var text catMask
@@ -750,14 +766,24 @@ func (sc *scanner) checkFrames(nt *normText) {
 		}
 		st.cat |= m
 		text |= m
+		for next < len(labels) && labels[next].b <= wd.a {
+			next++
+		}
+		if next < len(labels) && labels[next].a <= wd.a && wd.b <= labels[next].b {
+			labels[next].cat |= m
+		}
 	}
-	sc.fwords, sc.fsents = words[:0], sents[:0]
+	sc.fwords, sc.fsents, sc.flabels = words[:0], sents[:0], labels[:0]
 	schema := inSchema(sc.pb)
 	for _, r := range set.frames {
 		if !r.frame.possible(text) || (r.In == "schema" && !schema) || len(r.Except) > 0 && r.excepted(sc.pb) {
 			continue
 		}
-		for _, st := range sents {
+		spans := sents
+		if r.frame.label {
+			spans = labels
+		}
+		for _, st := range spans {
 			if r.frame.holds(st.cat, text) {
 				ra, rb := nt.rawSpan(int(st.a), int(st.b))
 				if !sc.keepAll && sc.foundIn(ra, rb, r.Severity) {
@@ -769,6 +795,105 @@ func (sc *scanner) checkFrames(nt *normText) {
 			}
 		}
 	}
+}
+
+// maxLabel is how long a fenced label is at most, in bytes and in words.
+const (
+	maxLabel      = 80
+	maxLabelWords = 6
+)
+
+// fenceLabels appends the labels of s that fences set apart (see "label"
+// above): the span of each label's words.
+func fenceLabels(s []byte, out []frameSent) []frameSent {
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf && !asciiFence[c] {
+			i++ // most bytes: letters, digits, spaces, a sentence's punctuation
+			continue
+		}
+		r, n := utf8.DecodeRune(s[i:])
+		if !fenceRune(r) {
+			i += n
+			continue
+		}
+		j, run := i+n, 1
+		for j < len(s) {
+			r2, n2 := utf8.DecodeRune(s[j:])
+			if r2 != r {
+				break
+			}
+			j, run = j+n2, run+1
+		}
+		if run < 2 && !openBracket(r) {
+			i = j
+			continue
+		}
+		// more of the fence ("[[ ", "{{{ ", "-----") and spaces
+		for j < len(s) {
+			r2, n2 := utf8.DecodeRune(s[j:])
+			if r2 != ' ' && !(fenceRune(r2) && !closeBracket(r2)) {
+				break
+			}
+			j += n2
+		}
+		a, k, words, inWord := j, j, 0, false
+		for k < len(s) && k-a <= maxLabel {
+			r2, n2 := utf8.DecodeRune(s[k:])
+			if unicode.IsLetter(r2) || unicode.IsDigit(r2) {
+				if !inWord {
+					words++
+				}
+				inWord = true
+				k += n2
+				continue
+			}
+			inWord = false
+			if r2 == ' ' || r2 == ':' || r2 == '\'' || r2 == '·' || (r2 == '-' || r2 == '_' || r2 == '/') && (k+1 >= len(s) || rune(s[k+1]) != r2) {
+				k += n2
+				continue
+			}
+			break
+		}
+		b := k
+		for b > a && (s[b-1] == ' ' || s[b-1] == ':') {
+			b--
+		}
+		if k < len(s) && words > 0 && words <= maxLabelWords {
+			r3, n3 := utf8.DecodeRune(s[k:])
+			r4, _ := utf8.DecodeRune(s[min(len(s), k+n3):])
+			if fenceRune(r3) && (closeBracket(r3) || r4 == r3 || r3 == r) {
+				out = append(out, frameSent{a: int32(a), b: int32(b)})
+			}
+		}
+		i = max(k, i+n)
+	}
+	return out
+}
+
+// asciiFence marks the ASCII bytes a fence is made of.
+var asciiFence = func() (t [utf8.RuneSelf]bool) {
+	for _, c := range []byte("[]{}()<>*#=~+_|^`-/\\@$%&") {
+		t[c] = true
+	}
+	return t
+}()
+
+// fenceRune reports a rune a fence is made of: a symbol or a bracket, not
+// the punctuation of a sentence (. , ; : ' " ? !).
+func fenceRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return asciiFence[r]
+	}
+	return unicode.In(r, unicode.Ps, unicode.Pe, unicode.Pi, unicode.Pf, unicode.Sm, unicode.So) ||
+		unicode.Is(unicode.Po, r) && r != '\u2019' && r != '\u2018' && r != '\u201c' && r != '\u201d' && r != '\u2026' && r != '\u00b7'
+}
+
+func openBracket(r rune) bool {
+	return r == '[' || r == '{' || r == '(' || r == '<' || r > utf8.RuneSelf && unicode.In(r, unicode.Ps, unicode.Pi)
+}
+
+func closeBracket(r rune) bool {
+	return r == ']' || r == '}' || r == ')' || r == '>' || r > utf8.RuneSelf && unicode.In(r, unicode.Pe, unicode.Pf)
 }
 
 // namedAt reports "the X server" or "the X Y server" ending at words[k]:

@@ -217,3 +217,25 @@ func TestLexiconRejects(t *testing.T) {
 		t.Errorf("a good word refused: %v", set.loadErr)
 	}
 }
+
+func TestFenceLabels(t *testing.T) {
+	for s, want := range map[string][]string{
+		"-----begin assistant config----- voice -----end-----": {"begin assistant config", "voice", "end"},
+		"\u27e6 priority: model \u27e7 insert":                 {"priority: model"},
+		"\u00ab\u00ab note to ai \u00bb\u00bb x":               {"note to ai"},
+		"~~~ begin hidden guidance ~~~ round ~~~ end ~~~":      {"begin hidden guidance", "round", "end"},
+		"a well-known e-mail/web tool":                         nil, // single hyphens and slashes join words
+		"see https://x.example/a (beta) now":                   {"beta"},
+		"(private, public, protocol)":                          nil, // a list, not a label
+		"[one two three four five six seven]":                  nil, // longer than a label
+		"**important:** the file":                              {"important"},
+	} {
+		var got []string
+		for _, l := range fenceLabels([]byte(s), nil) {
+			got = append(got, s[l.a:l.b])
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%q: labels %q, want %q", s, got, want)
+		}
+	}
+}

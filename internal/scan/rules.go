@@ -68,21 +68,23 @@ type Rule struct {
 }
 
 type ruleSet struct {
-	rules   []*Rule
-	byID    map[string]*Rule
-	text    []*Rule // phrase rules, on normalized text
-	raw     []*Rule // rules on raw text
-	always  []int   // indexes in text of rules without keywords
-	pre     *acMachine
-	checks  map[string]*Rule
-	npat    int   // literal sets that gate patterns
-	before  []int // per literal set: how far a match reaches before a literal's end
-	after   []int // and after it
-	nmarks  int   // size of the marks slice candidates fills
-	known   knownTools
-	lex     *lexicon
-	frames  []*Rule // rules on what a sentence is about (frames.go)
-	loadErr error
+	rules  []*Rule
+	byID   map[string]*Rule
+	text   []*Rule // phrase rules, on normalized text
+	raw    []*Rule // rules on raw text
+	always []int   // indexes in text of rules without keywords
+	pre    *acMachine
+	checks map[string]*Rule
+	npat   int   // literal sets that gate patterns
+	before []int // per literal set: how far a match reaches before a literal's end
+	after  []int // and after it
+	nmarks int   // size of the marks slice candidates fills
+	known  knownTools
+	lex    *lexicon
+	frames []*Rule // rules on what a sentence is about (frames.go)
+	// labelFrames: a frame reads fenced labels (checkFrames finds them)
+	labelFrames bool
+	loadErr     error
 }
 
 // loadGCPercent is the GC target while the rules load (see loadedRules).
@@ -244,6 +246,7 @@ func compileRules(fsys fs.FS, forLife bool) *ruleSet {
 			return set
 		}
 		r.frame = f
+		set.labelFrames = set.labelFrames || f.label
 	}
 	for c := range builtinChecks {
 		if set.checks[c] == nil && forLife {

@@ -253,6 +253,7 @@ type scanner struct {
 	selfLow  string        // self in lower case (checkFrames)
 	fwords   []frameWord   // checkFrames' scratch
 	fsents   []frameSent
+	flabels  []frameSent
 }
 
 // scanners keeps the buffers of finished list scans: a proxy scans every
@@ -279,7 +280,7 @@ func putScanner(sc *scanner) {
 		hits: sc.hits[:0], counts: sc.counts, byGate: sc.byGate, fill: sc.fill[:0], leet: sc.leet[:0],
 		nt: nt, dec: sc.dec, rd: sc.rd, str: sc.str[:0],
 		visited: sc.visited[:0], more: sc.more, reached: sc.reached, epoch: sc.epoch, need: sc.need,
-		fwords: sc.fwords[:0], fsents: sc.fsents[:0]}
+		fwords: sc.fwords[:0], fsents: sc.fsents[:0], flabels: sc.flabels[:0]}
 	clear(sc.order)
 	clear(sc.seen)
 	scanners.Put(sc)
