@@ -32,6 +32,10 @@ import (
 //	@tool    another tool's name: snake_case with a verb in it, or a snake_case tool of the list
 //	@secret  an identifier whose last part names a secret (OPENAI_API_KEY, gh_token)
 //	@named   "the X server", "the X MCP", "the X tools": a named other server
+//	@unrelated  a sentence of a parameter's text that names personal data
+//	         ("personal": a home address, a calendar, a token) none of which
+//	         the tool's own name or description speaks of: a unit converter
+//	         that asks for the user's calendar
 //
 // A frame with "label" reads its sentence groups on a fenced label instead
 // of a sentence: one to eight words set apart by a run of one symbol
@@ -75,6 +79,7 @@ type lexicon struct {
 	caps     catMask      // the categories that count only for a word in capitals ("^ROLE")
 	verbs    catMask      // "toolverb": a snake_case word with one of these parts is a tool's name
 	servers  catMask      // "servernoun": "the X server" names another server
+	personal catMask      // "personal": the data @unrelated is about
 	hyphen   catMask      // the categories a part of a hyphenated word counts in: the AI's names and authority ("model-instructions", not "human-readable")
 	tails    []lexTail    // the tails of compound words ("-werkzeug")
 	tailEnd  [4]uint64    // the last bytes of the tails, as bits: most words end in none
@@ -106,6 +111,7 @@ const (
 	catTool   = "@tool"
 	catSecret = "@secret"
 	catNamed  = "@named"
+	catUnrel  = "@unrelated"
 )
 
 // The structural categories' bits: newLexicon makes them first.
@@ -114,6 +120,7 @@ const (
 	toolBit
 	secretBit
 	namedBit
+	unrelBit
 )
 
 // notName reports the words of "the X server" that do not name another
@@ -129,7 +136,7 @@ func notName(w []byte) bool {
 
 func newLexicon() *lexicon {
 	lx := &lexicon{byName: map[string]int{}, entries: map[string][]lexEntry{}, forms: map[string]string{}}
-	for _, c := range []string{catSelf, catTool, catSecret, catNamed} {
+	for _, c := range []string{catSelf, catTool, catSecret, catNamed, catUnrel} {
 		lx.category(c)
 	}
 	return lx
@@ -158,6 +165,8 @@ func (lx *lexicon) category(name string) (catMask, error) {
 		lx.verbs |= m
 	case "servernoun":
 		lx.servers |= m
+	case "personal":
+		lx.personal |= m
 	}
 	return m, nil
 }
@@ -360,6 +369,10 @@ func (lx *lexicon) readWords(s []byte, words []frameWord) []frameWord {
 type frameSent struct {
 	a, b int32
 	cat  catMask
+	// a word of personal data in a parameter's text (personal), and one
+	// the item's name or description has too (related): @unrelated is
+	// personal and not related
+	personal, related bool
 }
 
 // finish maps every form of every word of the lexicon to its base form:
@@ -705,6 +718,7 @@ func (sc *scanner) checkFrames(nt *normText) {
 	lx := set.lex
 	// The words, each marked when it starts a sentence, with their base
 	// forms: the phrases of the lexicon read the words after them.
+	schema := inSchema(sc.pb)
 	words := lx.readWords(s, sc.fwords[:0])
 	var labels []frameSent
 	if set.labelFrames {
@@ -764,6 +778,10 @@ func (sc *scanner) checkFrames(nt *normText) {
 		if !wd.start {
 			m &^= lx.opener
 		}
+		if m&lx.personal != 0 && schema && wd.id > 0 {
+			st.personal = true
+			st.related = st.related || slices.Contains(sc.descWords(), wd.id)
+		}
 		st.cat |= m
 		text |= m
 		for next < len(labels) && labels[next].b <= wd.a {
@@ -773,8 +791,13 @@ func (sc *scanner) checkFrames(nt *normText) {
 			labels[next].cat |= m
 		}
 	}
+	for i := range sents {
+		if sents[i].personal && !sents[i].related {
+			sents[i].cat |= unrelBit
+			text |= unrelBit
+		}
+	}
 	sc.fwords, sc.fsents, sc.flabels = words[:0], sents[:0], labels[:0]
-	schema := inSchema(sc.pb)
 	for _, r := range set.frames {
 		if !r.frame.possible(text) || (r.In == "schema" && !schema) || len(r.Except) > 0 && r.excepted(sc.pb) {
 			continue
@@ -894,6 +917,23 @@ func openBracket(r rune) bool {
 
 func closeBracket(r rune) bool {
 	return r == ']' || r == '}' || r == ')' || r == '>' || r > utf8.RuneSelf && unicode.In(r, unicode.Pe, unicode.Pf)
+}
+
+// descWords gives the lexicon's words (their base words' numbers) in the
+// item's name and description, read once per item.
+func (sc *scanner) descWords() []int32 {
+	if sc.descRead {
+		return sc.descIDs
+	}
+	sc.descRead = true
+	var nt normText
+	normalize(strings.ReplaceAll(sc.self, "_", " ")+". "+sc.desc, &nt, false)
+	for _, w := range sc.set.lex.readWords(nt.lower, nil) {
+		if w.id > 0 && !slices.Contains(sc.descIDs, w.id) {
+			sc.descIDs = append(sc.descIDs, w.id)
+		}
+	}
+	return sc.descIDs
 }
 
 // namedAt reports "the X server" or "the X Y server" ending at words[k]:

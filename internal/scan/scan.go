@@ -34,7 +34,8 @@ const (
 // severity (highest first).
 func Item(kind string, item json.RawMessage, siblings []json.RawMessage) []Finding {
 	sc := newScanner()
-	sc.self = itemName(item)
+	var nr nameReader
+	sc.self, sc.desc = nr.fields(item)
 	sc.selfLow = strings.ToLower(sc.self)
 	sc.defn = true
 	for _, s := range siblings {
@@ -101,10 +102,10 @@ func (s *Set) Result(result json.RawMessage) []Finding {
 }
 
 func (sc *scanner) toolsFrom(origin Origin, tools, others []json.RawMessage) [][]Finding {
-	names := make([]string, len(tools))
+	names, descs := make([]string, len(tools)), make([]string, len(tools))
 	var nr nameReader
 	for i, t := range tools {
-		names[i] = nr.name(t)
+		names[i], descs[i] = nr.fields(t)
 	}
 	all := &scanner{} // holds only the names
 	for _, n := range names {
@@ -122,7 +123,7 @@ func (sc *scanner) toolsFrom(origin Origin, tools, others []json.RawMessage) [][
 	out := make([][]Finding, len(tools))
 	for i, t := range tools {
 		sc.reset()
-		sc.self = names[i]
+		sc.self, sc.desc = names[i], descs[i]
 		sc.selfLow = strings.ToLower(sc.self)
 		sc.defn = true
 		sc.siblings = all.siblings
@@ -254,6 +255,9 @@ type scanner struct {
 	fwords   []frameWord   // checkFrames' scratch
 	fsents   []frameSent
 	flabels  []frameSent
+	desc     string  // the item's description (checkFrames reads its words for @unrelated)
+	descIDs  []int32 // the lexicon's words of desc and self, once read (descRead)
+	descRead bool
 }
 
 // scanners keeps the buffers of finished list scans: a proxy scans every
@@ -300,6 +304,7 @@ func (sc *scanner) reset() {
 	sc.spans = nil
 	sc.nstrings = 0
 	sc.limits = 0
+	sc.desc, sc.descIDs, sc.descRead = "", sc.descIDs[:0], false
 }
 
 // addSibling normalizes name in sc.nt: it is called before sc scans
@@ -377,6 +382,14 @@ type nameReader struct {
 }
 
 func (nr *nameReader) name(item json.RawMessage) string {
+	n, _ := nr.read(item, false)
+	return n
+}
+
+// fields reads an item's name and its description.
+func (nr *nameReader) fields(item json.RawMessage) (name, desc string) { return nr.read(item, true) }
+
+func (nr *nameReader) read(item json.RawMessage, withDesc bool) (name, desc string) {
 	nr.rd.Reset(item)
 	if nr.dec == nil {
 		nr.opts = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
@@ -386,24 +399,39 @@ func (nr *nameReader) name(item json.RawMessage) string {
 	}
 	dec := nr.dec
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return ""
+		return "", ""
 	}
-	for dec.PeekKind() == '"' {
+	haveName, haveDesc := false, !withDesc
+	for dec.PeekKind() == '"' && !(haveName && haveDesc) {
 		k, err := dec.ReadToken()
 		if err != nil {
-			return ""
+			return name, desc
 		}
-		if k.String() == "name" {
-			if v, err := dec.ReadToken(); err == nil && v.Kind() == '"' {
-				return v.String()
+		switch key := k.String(); {
+		case key == "name" && !haveName, key == "description" && !haveDesc:
+			v, err := dec.ReadToken()
+			if err != nil {
+				return name, desc
 			}
-			return ""
-		}
-		if dec.SkipValue() != nil {
-			return ""
+			if v.Kind() == '"' {
+				if key == "name" {
+					name = v.String()
+				} else {
+					desc = v.String()
+				}
+			}
+			if key == "name" {
+				haveName = true
+			} else {
+				haveDesc = true
+			}
+		default:
+			if dec.SkipValue() != nil {
+				return name, desc
+			}
 		}
 	}
-	return ""
+	return name, desc
 }
 
 func (sc *scanner) result() []Finding {
