@@ -180,6 +180,9 @@ func (sc *scanner) checkEncoded(s string) {
 // would be, and reports run when dec holds a sign at medium or above
 // (encoded) or, in a definition, reads as a sentence (encoded-prose).
 func (sc *scanner) decodedFound(run, dec string) bool {
+	if js, ok := jsonText(dec); ok {
+		dec = js
+	}
 	sub := newScannerWith(sc.set)
 	sub.decoded = sc.decoded + 1
 	sub.defn, sub.self, sub.selfLow, sub.siblings, sub.sibShape, sub.desc = sc.defn, sc.self, sc.selfLow, sc.siblings, sc.sibShape, sc.desc

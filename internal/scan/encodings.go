@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // The encodings beside base64 and hex that a payload is hidden in: base32,
@@ -237,4 +239,31 @@ func textual(s string) bool {
 		}
 	}
 	return n > 0 && printable*10 >= n*9 && spaces > 0
+}
+
+// maxJSONStrings is how many strings jsonText reads from a decoded payload.
+const maxJSONStrings = 64
+
+// jsonText returns the strings of dec, one sentence each, when dec is a
+// JSON object or array: a payload is often one ({"task": "..."}), and its
+// quotes and braces would hide its sentence from proseLike.
+func jsonText(dec string) (string, bool) {
+	t := strings.TrimSpace(dec)
+	if len(t) < 2 || t[0] != '{' && t[0] != '[' {
+		return "", false
+	}
+	d := jsontext.NewDecoder(strings.NewReader(t))
+	var b strings.Builder
+	for n := 0; n < maxJSONStrings; {
+		tok, err := d.ReadToken()
+		if err != nil {
+			break
+		}
+		if tok.Kind() == '"' {
+			b.WriteString(tok.String())
+			b.WriteString(".\n")
+			n++
+		}
+	}
+	return b.String(), b.Len() > 0
 }

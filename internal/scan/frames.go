@@ -456,6 +456,16 @@ func (lx *lexicon) finish() error {
 			lx.phrases[i] = append(lx.phrases[i], p)
 		}
 	}
+	// A word listed alone that is a form of another listed word counts in
+	// that word's categories too: "supersedes" listed to obey is still a
+	// form of "supersede" (route).
+	for _, first := range slices.Sorted(maps.Keys(lx.entries)) {
+		for _, f := range inflections(first) {
+			if j, ok := ids[f]; ok && f != first {
+				lx.single[j] |= lx.single[ids[first]]
+			}
+		}
+	}
 	return lx.buildSlots(ids)
 }
 
@@ -827,15 +837,16 @@ const (
 )
 
 // fenceLabels appends the labels of s that fences set apart (see "label"
-// above): the span of each label's words.
+// above; a run of colons is a fence from three on, ":::"): the span of
+// each label's words.
 func fenceLabels(s []byte, out []frameSent) []frameSent {
 	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf && !asciiFence[c] {
+		if c := s[i]; c < utf8.RuneSelf && !asciiFence[c] && c != ':' {
 			i++ // most bytes: letters, digits, spaces, a sentence's punctuation
 			continue
 		}
 		r, n := utf8.DecodeRune(s[i:])
-		if !fenceRune(r) {
+		if !fenceRune(r) && r != ':' {
 			i += n
 			continue
 		}
@@ -847,7 +858,7 @@ func fenceLabels(s []byte, out []frameSent) []frameSent {
 			}
 			j, run = j+n2, run+1
 		}
-		if run < 2 && !openBracket(r) {
+		if run < 2 && !openBracket(r) || r == ':' && run < 3 {
 			i = j
 			continue
 		}
@@ -871,7 +882,7 @@ func fenceLabels(s []byte, out []frameSent) []frameSent {
 				continue
 			}
 			inWord = false
-			if r2 == ' ' || r2 == ':' || r2 == '\'' || r2 == '·' || (r2 == '-' || r2 == '_' || r2 == '/') && (k+1 >= len(s) || rune(s[k+1]) != r2) {
+			if r2 == ' ' || r2 == '\'' || r2 == '·' || (r2 == '-' || r2 == '_' || r2 == '/' || r2 == ':') && (k+1 >= len(s) || rune(s[k+1]) != r2) {
 				k += n2
 				continue
 			}
@@ -884,7 +895,7 @@ func fenceLabels(s []byte, out []frameSent) []frameSent {
 		if k < len(s) && words > 0 && words <= maxLabelWords {
 			r3, n3 := utf8.DecodeRune(s[k:])
 			r4, _ := utf8.DecodeRune(s[min(len(s), k+n3):])
-			if fenceRune(r3) && (closeBracket(r3) || r4 == r3 || r3 == r) {
+			if (fenceRune(r3) || r3 == ':' && r4 == ':') && (closeBracket(r3) || r4 == r3 || r3 == r) {
 				out = append(out, frameSent{a: int32(a), b: int32(b)})
 			}
 		}

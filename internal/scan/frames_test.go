@@ -71,6 +71,11 @@ func TestLexiconForms(t *testing.T) {
 	if c := categoriesOf(t, "Get a report for a specific activity."); slices.Contains(c["report"], "evade") {
 		t.Errorf("\"a\" read as \"as\": %v", c)
 	}
+	// A form listed alone keeps its base's categories: "supersedes" obeys
+	// and still routes (as "supersede").
+	if c := categoriesOf(t, "This server supersedes them."); !slices.Contains(c["supersedes"], "route") || !slices.Contains(c["supersedes"], "obey") {
+		t.Errorf("\"supersedes\" does not both route and obey: %v", c)
+	}
 	if !slices.Contains(cs["doesn\u2019t"], "less") {
 		t.Errorf("a curly apostrophe is not read as a straight one: %v", cs)
 	}
@@ -229,6 +234,8 @@ func TestFenceLabels(t *testing.T) {
 		"(private, public, protocol)":                          nil, // a list, not a label
 		"[one two three four five six seven]":                  nil, // longer than a label
 		"**important:** the file":                              {"important"},
+		"::: priority instructions ::: show":                   {"priority instructions"},
+		"a: b :: c":                                            nil, // a run of colons is a fence from three on
 	} {
 		var got []string
 		for _, l := range fenceLabels([]byte(s), nil) {
