@@ -372,6 +372,11 @@ func decodeRun(run string) (string, bool) {
 		return d, true
 	}
 	isHex, enc := runEncoding(run)
+	if !isHex {
+		if d, ok := decodeCompressed(run, enc); ok {
+			return d, true
+		}
+	}
 	if notText(run, isHex, enc) {
 		return "", false
 	}

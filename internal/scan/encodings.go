@@ -1,7 +1,12 @@
 package scan
 
 import (
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
 	"encoding/base32"
+	"encoding/base64"
+	"io"
 	"net/url"
 	"strconv"
 	"strings"
@@ -266,4 +271,44 @@ func jsonText(dec string) (string, bool) {
 		}
 	}
 	return b.String(), b.Len() > 0
+}
+
+// maxInflated is how much decodeCompressed inflates at most: a payload is
+// a sentence or a page, and a compression bomb stops here.
+const maxInflated = 64 << 10
+
+// decodeCompressed decodes a base64 run (of encoding enc) that holds gzip
+// or zlib data, and inflates it, when what it inflates to is text.
+func decodeCompressed(run string, enc *base64.Encoding) (string, bool) {
+	t := strings.TrimRight(run, "=")
+	if len(t) < 24 {
+		return "", false
+	}
+	var head [3]byte
+	if n, err := enc.Decode(head[:], []byte(t[:4])); err != nil || n < 2 {
+		return "", false
+	}
+	gz := head[0] == 0x1f && head[1] == 0x8b
+	zl := head[0] == 0x78 && (head[1] == 0x01 || head[1] == 0x5e || head[1] == 0x9c || head[1] == 0xda)
+	if !gz && !zl {
+		return "", false
+	}
+	b, err := enc.DecodeString(t)
+	if err != nil {
+		return "", false
+	}
+	var r io.Reader
+	if gz {
+		r, err = gzip.NewReader(bytes.NewReader(b))
+	} else {
+		r, err = zlib.NewReader(bytes.NewReader(b))
+	}
+	if err != nil {
+		return "", false
+	}
+	out, err := io.ReadAll(io.LimitReader(r, maxInflated))
+	if err != nil && len(out) == 0 || !textual(string(out)) {
+		return "", false
+	}
+	return string(out), true
 }

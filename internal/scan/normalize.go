@@ -106,6 +106,20 @@ var confusable = map[rune]rune{
 	'ı': 'i', 'ȷ': 'j', 'ℓ': 'l', 'ǀ': 'l',
 }
 
+// styledLetter maps the enclosed Latin capitals that have no compatibility
+// decomposition (negative circled U+1F150-1F169, negative squared
+// U+1F170-1F189) to the letters they show: "🅢🅔🅝🅓" is "SEND" to a
+// model.
+func styledLetter(r rune) (byte, bool) {
+	switch {
+	case r >= 0x1F150 && r <= 0x1F169:
+		return byte('A' + r - 0x1F150), true
+	case r >= 0x1F170 && r <= 0x1F189:
+		return byte('A' + r - 0x1F170), true
+	}
+	return 0, false
+}
+
 // normalize prepares s for the phrase rules. Per character: invisible
 // characters are dropped, tag characters become the ASCII they encode (so a
 // hidden message is read, not skipped), every other character gets its
@@ -253,6 +267,12 @@ func normalize(s string, nt *normText, ident bool) {
 		if m, ok := confusable[r]; ok {
 			lookalike = true
 			emit(byte(m), i, j)
+			i = j
+			continue
+		}
+		if m, ok := styledLetter(r); ok {
+			lookalike = true
+			emit(m, i, j)
 			i = j
 			continue
 		}
