@@ -165,10 +165,7 @@ func (sc *scanner) checkEncoded(s string) {
 			return
 		}
 	}
-	if !strings.ContainsAny(s, "%&\\0123456789") {
-		return
-	}
-	raw, dec := otherSpans(s)
+	raw, dec := otherSpans(s, sc.defn)
 	for i := range raw {
 		if sc.decodedFound(raw[i], dec[i]) {
 			return

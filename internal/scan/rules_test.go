@@ -32,7 +32,7 @@ func scanExample(r *Rule, s string) []Finding {
 		sc.walkJSON([]byte(s), "")
 		return sc.result()
 	}
-	if r.frameSpec != nil || r.Check == "encoded-prose" {
+	if r.frameSpec != nil || r.Check == "encoded-prose" || r.Check == "encoded" {
 		// A sentence of a definition: the tool is example_tool, among the
 		// example siblings.
 		sc.defn = true
