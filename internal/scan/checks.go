@@ -182,7 +182,7 @@ func (sc *scanner) decodedFound(run, dec string) bool {
 	}
 	sub := newScannerWith(sc.set)
 	sub.decoded = sc.decoded + 1
-	sub.defn, sub.self, sub.selfLow, sub.siblings, sub.sibShape, sub.desc = sc.defn, sc.self, sc.selfLow, sc.siblings, sc.sibShape, sc.desc
+	sub.defn, sub.self, sub.selfLow, sub.siblings, sub.sibShape, sub.item = sc.defn, sc.self, sc.selfLow, sc.siblings, sc.sibShape, sc.item
 	sub.pb = append(sub.pb[:0], sc.pb...)
 	sub.text(dec)
 	if Max(sub.out) >= Medium {

@@ -931,17 +931,22 @@ func closeBracket(r rune) bool {
 }
 
 // descWords gives the lexicon's words (their base words' numbers) in the
-// item's name and description, read once per item.
+// item's name and description, read once per item and only for an item
+// whose parameters name personal data.
 func (sc *scanner) descWords() []int32 {
 	if sc.descRead {
 		return sc.descIDs
 	}
 	sc.descRead = true
-	var nt normText
-	normalize(strings.ReplaceAll(sc.self, "_", " ")+". "+sc.desc, &nt, false)
-	for _, w := range sc.set.lex.readWords(nt.lower, nil) {
-		if w.id > 0 && !slices.Contains(sc.descIDs, w.id) {
-			sc.descIDs = append(sc.descIDs, w.id)
+	var nr nameReader
+	_, desc := nr.fields(sc.item)
+	for _, s := range [2]string{sc.self, desc} {
+		normalize(s, &sc.dnt, true) // as an identifier: a name's parts are words
+		sc.dwords = sc.set.lex.readWords(sc.dnt.lower, sc.dwords[:0])
+		for _, w := range sc.dwords {
+			if w.id > 0 && !slices.Contains(sc.descIDs, w.id) {
+				sc.descIDs = append(sc.descIDs, w.id)
+			}
 		}
 	}
 	return sc.descIDs

@@ -34,8 +34,7 @@ const (
 // severity (highest first).
 func Item(kind string, item json.RawMessage, siblings []json.RawMessage) []Finding {
 	sc := newScanner()
-	var nr nameReader
-	sc.self, sc.desc = nr.fields(item)
+	sc.self, sc.item = itemName(item), item
 	sc.selfLow = strings.ToLower(sc.self)
 	sc.defn = true
 	for _, s := range siblings {
@@ -102,10 +101,10 @@ func (s *Set) Result(result json.RawMessage) []Finding {
 }
 
 func (sc *scanner) toolsFrom(origin Origin, tools, others []json.RawMessage) [][]Finding {
-	names, descs := make([]string, len(tools)), make([]string, len(tools))
+	names := make([]string, len(tools))
 	var nr nameReader
 	for i, t := range tools {
-		names[i], descs[i] = nr.fields(t)
+		names[i] = nr.name(t)
 	}
 	all := &scanner{} // holds only the names
 	for _, n := range names {
@@ -123,7 +122,7 @@ func (sc *scanner) toolsFrom(origin Origin, tools, others []json.RawMessage) [][
 	out := make([][]Finding, len(tools))
 	for i, t := range tools {
 		sc.reset()
-		sc.self, sc.desc = names[i], descs[i]
+		sc.self, sc.item = names[i], t
 		sc.selfLow = strings.ToLower(sc.self)
 		sc.defn = true
 		sc.siblings = all.siblings
@@ -255,9 +254,11 @@ type scanner struct {
 	fwords   []frameWord   // checkFrames' scratch
 	fsents   []frameSent
 	flabels  []frameSent
-	desc     string  // the item's description (checkFrames reads its words for @unrelated)
+	item     []byte  // the item being scanned (descWords reads its description for @unrelated)
 	descIDs  []int32 // the lexicon's words of desc and self, once read (descRead)
 	descRead bool
+	dnt      normText // descWords' scratch
+	dwords   []frameWord
 }
 
 // scanners keeps the buffers of finished list scans: a proxy scans every
@@ -304,7 +305,7 @@ func (sc *scanner) reset() {
 	sc.spans = nil
 	sc.nstrings = 0
 	sc.limits = 0
-	sc.desc, sc.descIDs, sc.descRead = "", sc.descIDs[:0], false
+	sc.item, sc.descIDs, sc.descRead = nil, sc.descIDs[:0], false
 }
 
 // addSibling normalizes name in sc.nt: it is called before sc scans
