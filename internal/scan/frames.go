@@ -837,16 +837,17 @@ const (
 )
 
 // fenceLabels appends the labels of s that fences set apart (see "label"
-// above; a run of colons is a fence from three on, ":::"): the span of
-// each label's words.
+// above; fenceRun says how many of a rune make a fence): the span of each
+// label's words.
 func fenceLabels(s []byte, out []frameSent) []frameSent {
 	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf && !asciiFence[c] && c != ':' {
+		if c := s[i]; c < utf8.RuneSelf && asciiFenceRun[c] == 0 {
 			i++ // most bytes: letters, digits, spaces, a sentence's punctuation
 			continue
 		}
 		r, n := utf8.DecodeRune(s[i:])
-		if !fenceRune(r) && r != ':' {
+		least := fenceRun(r)
+		if least == 0 {
 			i += n
 			continue
 		}
@@ -858,14 +859,14 @@ func fenceLabels(s []byte, out []frameSent) []frameSent {
 			}
 			j, run = j+n2, run+1
 		}
-		if run < 2 && !openBracket(r) || r == ':' && run < 3 {
+		if run < least {
 			i = j
 			continue
 		}
 		// more of the fence ("[[ ", "{{{ ", "-----") and spaces
 		for j < len(s) {
 			r2, n2 := utf8.DecodeRune(s[j:])
-			if r2 != ' ' && !(fenceRune(r2) && !closeBracket(r2)) {
+			if f := fenceRun(r2); r2 != ' ' && (f == 0 || f == 3 || closeBracket(r2)) {
 				break
 			}
 			j += n2
@@ -895,7 +896,9 @@ func fenceLabels(s []byte, out []frameSent) []frameSent {
 		if k < len(s) && words > 0 && words <= maxLabelWords {
 			r3, n3 := utf8.DecodeRune(s[k:])
 			r4, _ := utf8.DecodeRune(s[min(len(s), k+n3):])
-			if (fenceRune(r3) || r3 == ':' && r4 == ':') && (closeBracket(r3) || r4 == r3 || r3 == r) {
+			// a closing bracket, a run, or the opening rune again (a
+			// colon only as a run)
+			if f3 := fenceRun(r3); f3 > 0 && (closeBracket(r3) || r4 == r3 || r3 == r && f3 < 3) {
 				out = append(out, frameSent{a: int32(a), b: int32(b)})
 			}
 		}
@@ -904,27 +907,35 @@ func fenceLabels(s []byte, out []frameSent) []frameSent {
 	return out
 }
 
-// asciiFence marks the ASCII bytes a fence is made of.
-var asciiFence = func() (t [utf8.RuneSelf]bool) {
-	for _, c := range []byte("[]{}()<>*#=~+_|^`-/\\@$%&") {
-		t[c] = true
+// fenceRun is how many of r in a row make a fence: 1 for an opening
+// bracket, 2 for another symbol or bracket, 3 for a colon (":::"; one or
+// two are a sentence's), 0 for what is no fence (letters, digits, spaces,
+// the punctuation of a sentence: . , ; ' " ? !).
+func fenceRun(r rune) int {
+	if r < utf8.RuneSelf {
+		return int(asciiFenceRun[r])
 	}
+	switch {
+	case unicode.In(r, unicode.Ps, unicode.Pi):
+		return 1
+	case unicode.In(r, unicode.Pe, unicode.Pf, unicode.Sm, unicode.So),
+		unicode.Is(unicode.Po, r) && r != '\u2019' && r != '\u2018' && r != '\u201c' && r != '\u201d' && r != '\u2026' && r != '\u00b7':
+		return 2
+	}
+	return 0
+}
+
+// asciiFenceRun is fenceRun for ASCII.
+var asciiFenceRun = func() (t [utf8.RuneSelf]uint8) {
+	for _, c := range []byte("]})>*#=~+_|^`-/\\@$%&") {
+		t[c] = 2
+	}
+	for _, c := range []byte("[{(<") {
+		t[c] = 1
+	}
+	t[':'] = 3
 	return t
 }()
-
-// fenceRune reports a rune a fence is made of: a symbol or a bracket, not
-// the punctuation of a sentence (. , ; : ' " ? !).
-func fenceRune(r rune) bool {
-	if r < utf8.RuneSelf {
-		return asciiFence[r]
-	}
-	return unicode.In(r, unicode.Ps, unicode.Pe, unicode.Pi, unicode.Pf, unicode.Sm, unicode.So) ||
-		unicode.Is(unicode.Po, r) && r != '\u2019' && r != '\u2018' && r != '\u201c' && r != '\u201d' && r != '\u2026' && r != '\u00b7'
-}
-
-func openBracket(r rune) bool {
-	return r == '[' || r == '{' || r == '(' || r == '<' || r > utf8.RuneSelf && unicode.In(r, unicode.Ps, unicode.Pi)
-}
 
 func closeBracket(r rune) bool {
 	return r == ']' || r == '}' || r == ')' || r == '>' || r > utf8.RuneSelf && unicode.In(r, unicode.Pe, unicode.Pf)
@@ -938,9 +949,7 @@ func (sc *scanner) descWords() []int32 {
 		return sc.descIDs
 	}
 	sc.descRead = true
-	var nr nameReader
-	_, desc := nr.fields(sc.item)
-	for _, s := range [2]string{sc.self, desc} {
+	for _, s := range [2]string{sc.self, sc.dnr.member(sc.item, "description")} {
 		normalize(s, &sc.dnt, true) // as an identifier: a name's parts are words
 		sc.dwords = sc.set.lex.readWords(sc.dnt.lower, sc.dwords[:0])
 		for _, w := range sc.dwords {

@@ -255,10 +255,11 @@ type scanner struct {
 	fsents   []frameSent
 	flabels  []frameSent
 	item     []byte  // the item being scanned (descWords reads its description for @unrelated)
-	descIDs  []int32 // the lexicon's words of desc and self, once read (descRead)
+	descIDs  []int32 // the lexicon's words of the item's name and description, once read (descRead)
 	descRead bool
 	dnt      normText // descWords' scratch
 	dwords   []frameWord
+	dnr      nameReader
 }
 
 // scanners keeps the buffers of finished list scans: a proxy scans every
@@ -382,15 +383,11 @@ type nameReader struct {
 	opts []jsontext.Options
 }
 
-func (nr *nameReader) name(item json.RawMessage) string {
-	n, _ := nr.read(item, false)
-	return n
-}
+func (nr *nameReader) name(item json.RawMessage) string { return nr.member(item, "name") }
 
-// fields reads an item's name and its description.
-func (nr *nameReader) fields(item json.RawMessage) (name, desc string) { return nr.read(item, true) }
-
-func (nr *nameReader) read(item json.RawMessage, withDesc bool) (name, desc string) {
+// member reads the string an item's key holds (the first, when the item
+// has it twice), or "".
+func (nr *nameReader) member(item json.RawMessage, key string) string {
 	nr.rd.Reset(item)
 	if nr.dec == nil {
 		nr.opts = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
@@ -400,39 +397,24 @@ func (nr *nameReader) read(item json.RawMessage, withDesc bool) (name, desc stri
 	}
 	dec := nr.dec
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return "", ""
+		return ""
 	}
-	haveName, haveDesc := false, !withDesc
-	for dec.PeekKind() == '"' && !(haveName && haveDesc) {
+	for dec.PeekKind() == '"' {
 		k, err := dec.ReadToken()
 		if err != nil {
-			return name, desc
+			return ""
 		}
-		switch key := k.String(); {
-		case key == "name" && !haveName, key == "description" && !haveDesc:
-			v, err := dec.ReadToken()
-			if err != nil {
-				return name, desc
+		if k.String() == key {
+			if v, err := dec.ReadToken(); err == nil && v.Kind() == '"' {
+				return v.String()
 			}
-			if v.Kind() == '"' {
-				if key == "name" {
-					name = v.String()
-				} else {
-					desc = v.String()
-				}
-			}
-			if key == "name" {
-				haveName = true
-			} else {
-				haveDesc = true
-			}
-		default:
-			if dec.SkipValue() != nil {
-				return name, desc
-			}
+			return ""
+		}
+		if dec.SkipValue() != nil {
+			return ""
 		}
 	}
-	return name, desc
+	return ""
 }
 
 func (sc *scanner) result() []Finding {
