@@ -657,13 +657,17 @@ func extraAttacks(w io.Writer, o options) error {
 	}
 	fmt.Fprintf(w, "\nattacks from %s, caught at medium or above, before -> after\n", o.extra)
 	byClass := map[string][2]tally{}
-	var names []string
+	var names, missed []string
 	for _, a := range rs {
 		v, ok := byClass[a.Class]
 		if !ok {
 			names = append(names, a.Class)
 		}
-		v[1].add(o.after(scan.Origin{Package: a.Server}, []json.RawMessage{a.Tool}, nil)[0])
+		fs := o.after(scan.Origin{Package: a.Server}, []json.RawMessage{a.Tool}, nil)[0]
+		v[1].add(fs)
+		if scan.Max(fs) < scan.Medium {
+			missed = append(missed, fmt.Sprintf("  [%s] %s", a.Class, describe(&record{Tool: a.Tool})))
+		}
 		if o.before != nil {
 			v[0].add(o.before(scan.Origin{Package: a.Server}, []json.RawMessage{a.Tool}, nil)[0])
 		}
@@ -676,6 +680,9 @@ func extraAttacks(w io.Writer, o options) error {
 		tb.n, tb.med, ta.n, ta.med = tb.n+v[0].n, tb.med+v[0].med, ta.n+v[1].n, ta.med+v[1].med
 	}
 	fmt.Fprintf(w, "  %-28s %4d %7s -> %6s\n", "TOTAL", ta.n, maybe(o.beforeRev, tb.med, tb.n), pct(ta.med, ta.n))
+	if o.verbose && len(missed) > 0 {
+		fmt.Fprintf(w, "\nattacks from %s not caught at medium or above:\n%s\n", o.extra, strings.Join(missed, "\n"))
+	}
 	return nil
 }
 
