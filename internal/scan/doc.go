@@ -98,11 +98,14 @@
 // ^model, authority, ^ROLE): "model-instructions". An entry "-tail" counts
 // a compound word that ends in tail after three letters or more
 // ("-werkzeug": "suchwerkzeuge"); a word of one letter has no forms.
-// Built in: @self (the tool's own name), @tool
-// (another snake_case name with a verb in it, or a snake_case tool of the
-// list), @secret (an identifier ending in key, token, secret, password...),
-// @named ("the github server", "the official GitHub integration"). A
-// sentence ends at ; ! ? a newline, or a dot no word follows. A frame fires
+// Built in: @self (the tool's own name, also with 's), @tool
+// (another snake_case name with a verb in it, called with "(", after
+// "calling", or a snake_case tool of the list), @foreign (such a name that
+// is not a tool of this server's own list; not a line's heading "name:"),
+// @secret (an identifier ending in key, token, secret, password... with no
+// verb in it), @named ("the github server", "the official GitHub
+// integration", "Netlify connectors"), @unrelated. A sentence ends at ; ! ?
+// a dot no word follows, or a newline that does not only wrap it. A frame fires
 // on the first sentence that holds a category of each "sentence" group and
 // none of "not", in a string that holds one of each "text" group anywhere
 // (with "label": true, on the first fenced label instead of a sentence: one

@@ -32,6 +32,9 @@ import (
 //	@tool    another tool's name: snake_case with a verb in it, or a snake_case tool of the list
 //	@secret  an identifier whose last part names a secret (OPENAI_API_KEY, gh_token)
 //	@named   "the X server", "the X MCP", "the X tools": a named other server
+//	@foreign a tool's name (snake_case with a verb in it, or followed by
+//	         "(") that is not a tool of this server's own list: another
+//	         server's tool, or one the list does not have
 //	@unrelated  a sentence of a parameter's text that names personal data
 //	         ("personal": a home address, a calendar, a token) none of which
 //	         the tool's own name or description speaks of: a unit converter
@@ -112,6 +115,7 @@ const (
 	catSecret = "@secret"
 	catNamed  = "@named"
 	catUnrel  = "@unrelated"
+	catForgn  = "@foreign"
 )
 
 // The structural categories' bits: newLexicon makes them first.
@@ -121,7 +125,27 @@ const (
 	secretBit
 	namedBit
 	unrelBit
+	foreignBit
 )
+
+// callVerb reports a word that makes the snake_case name after it a tool:
+// "calling legacy_endpoint", "invoke audit_hook".
+func callVerb(w []byte) bool {
+	switch string(w) {
+	case "call", "calls", "calling", "invoke", "invokes", "invoking":
+		return true
+	}
+	return false
+}
+
+// possessive reports whether w is name followed by 's (or ’s): "deploy16's job".
+func possessive(w []byte, name string) bool {
+	if name == "" || len(w) != len(name)+2 && len(w) != len(name)+4 {
+		return false
+	}
+	r, ok := bytes.CutPrefix(w, []byte(name))
+	return ok && (string(r) == "'s" || string(r) == "\u2019s")
+}
 
 // notName reports the words of "the X server" that do not name another
 // server: "the same server", "the remote server".
@@ -136,7 +160,7 @@ func notName(w []byte) bool {
 
 func newLexicon() *lexicon {
 	lx := &lexicon{byName: map[string]int{}, entries: map[string][]lexEntry{}, forms: map[string]string{}}
-	for _, c := range []string{catSelf, catTool, catSecret, catNamed, catUnrel} {
+	for _, c := range []string{catSelf, catTool, catSecret, catNamed, catUnrel, catForgn} {
 		lx.category(c)
 	}
 	return lx
@@ -326,15 +350,45 @@ func wordAt(s []byte, i int) (a, b int, under, hyph bool) {
 }
 
 // sentenceBreak reports whether s[i] ends a sentence: ; ! ? a newline, or a
-// dot that no word or dot follows.
-func sentenceBreak(s []byte, i int) bool {
+// dot that no word or dot follows. A newline inside a wrapped sentence (a
+// word or a comma before it, a word in lower case after it on the next
+// line: "you must call\n`audit_log()` after") is no break; a blank line is.
+// nt is the text; s is its lower case.
+func sentenceBreak(nt *normText, s []byte, i int) bool {
 	switch s[i] {
-	case ';', '!', '?', '\n':
+	case ';', '!', '?':
 		return true
+	case '\n':
+		return !wrapped(nt, i)
 	case '.':
 		return i+1 == len(s) || !wordByte(s[i+1]) && s[i+1] != '.'
 	}
 	return false
+}
+
+// wrapped reports whether the newline at nt.norm[i] only wraps a
+// sentence: not a blank line (whitespace runs are one newline in norm; the
+// raw text still has them).
+func wrapped(nt *normText, i int) bool {
+	s := nt.norm
+	p := i - 1
+	for p >= 0 && (s[p] == ' ' || s[p] == '\t' || s[p] == '\r') {
+		p--
+	}
+	n := i + 1
+	for n < len(s) && (s[n] == ' ' || s[n] == '\t') {
+		n++
+	}
+	if p < 0 || n == len(s) {
+		return false
+	}
+	before, after := s[p], s[n]
+	if !(wordByte(before) || before == ',' || before == '`' || before == ')') ||
+		!(after >= 'a' && after <= 'z' || after == '`' || after == '(') {
+		return false
+	}
+	a, b := nt.rawByte(i)
+	return strings.Count(nt.raw[a:b], "\n") == 1
 }
 
 // frameWord is where one word of the string being framed is.
@@ -348,7 +402,8 @@ type frameWord struct {
 
 // readWords appends the words of s to words, each marked when it starts a
 // sentence, with its base word's number.
-func (lx *lexicon) readWords(s []byte, words []frameWord) []frameWord {
+func (lx *lexicon) readWords(nt *normText, words []frameWord) []frameWord {
+	s := nt.lower
 	newSent := true
 	for i := 0; i < len(s); {
 		a, b, under, hyph := wordAt(s, i)
@@ -356,7 +411,7 @@ func (lx *lexicon) readWords(s []byte, words []frameWord) []frameWord {
 			break
 		}
 		for j := i; j < a; j++ {
-			newSent = newSent || sentenceBreak(s, j)
+			newSent = newSent || sentenceBreak(nt, s, j)
 		}
 		words = append(words, frameWord{a: int32(a), b: int32(b), start: newSent, under: under, hyph: hyph, id: lx.id(s[a:b])})
 		newSent = false
@@ -729,7 +784,7 @@ func (sc *scanner) checkFrames(nt *normText) {
 	// The words, each marked when it starts a sentence, with their base
 	// forms: the phrases of the lexicon read the words after them.
 	schema := inSchema(sc.pb)
-	words := lx.readWords(s, sc.fwords[:0])
+	words := lx.readWords(nt, sc.fwords[:0])
 	var labels []frameSent
 	if set.labelFrames {
 		labels = fenceLabels(s, sc.flabels[:0])
@@ -745,8 +800,9 @@ func (sc *scanner) checkFrames(nt *normText) {
 		}
 		st := &sents[len(sents)-1]
 		st.b = wd.b
-		if wd.id == 0 && !wd.under && !wd.hyph && int(wd.b-wd.a) != len(self) {
-			// in no category (most words), or a compound's tail in one
+		if wd.id == 0 && !wd.under && !wd.hyph && int(wd.b-wd.a) != len(self) && !possessive(s[wd.a:wd.b], self) {
+			// in no category (most words), or a compound's tail in one;
+			// a word as long as the tool's name, or it with 's, may be it
 			if m := lx.tailCats(s[wd.a:wd.b]); m != 0 {
 				st.cat |= m
 				text |= m
@@ -761,23 +817,33 @@ func (sc *scanner) checkFrames(nt *normText) {
 			m = lx.parts(w)
 		}
 		switch {
-		case self != "" && string(w) == self:
+		case self != "" && (string(w) == self || possessive(w, self)):
 			m |= selfBit
 		case wd.under && w[0] != '_' && w[len(w)-1] != '_':
-			if secretPart(w[bytes.LastIndexByte(w, '_')+1:]) {
+			if int(wd.b) < len(s) && s[wd.b] == '(' || lx.toolShaped(w) || k > 0 && callVerb(s[words[k-1].a:words[k-1].b]) {
+				// create_invoice, issue_token, or any snake_case name
+				// called: audit_hook(), "calling legacy_endpoint"
+				m |= toolBit | foreignBit
+			} else if secretPart(w[bytes.LastIndexByte(w, '_')+1:]) {
 				m |= secretBit
-			} else if lx.toolShaped(w) {
-				m |= toolBit
 			}
 		}
 		if wd.under && sc.sibShape != nil && m&selfBit == 0 && sc.sibShape.mayHold(w) {
 			// another tool of the list, named in snake_case (a one-word
 			// name such as "search" is too often just a word)
-			if _, ok := sc.siblings[string(w)]; ok {
+			if sib, ok := sc.siblings[string(w)]; ok {
 				m |= toolBit
+				if !sib.other {
+					m &^= foreignBit // a tool of this server's own list
+				}
 			}
 		}
-		if wd.id > 0 && sc.namedAt(s, words, k) {
+		if m&foreignBit != 0 && wd.start && int(wd.b) < len(s) && s[wd.b] == ':' {
+			// "note_update: Replace the body of a note": a line's heading,
+			// an action of this tool's, not another tool
+			m &^= foreignBit
+		}
+		if wd.id > 0 && sc.namedAt(s, nt.norm, words, k) {
 			// "the github server", "the official GitHub integration":
 			// another server, by name
 			m |= namedBit
@@ -854,7 +920,7 @@ func fenceLabels(s []byte, out []frameSent) []frameSent {
 		j, run := i+n, 1
 		for j < len(s) {
 			r2, n2 := utf8.DecodeRune(s[j:])
-			if r2 != r {
+			if !sameFence(r, r2) {
 				break
 			}
 			j, run = j+n2, run+1
@@ -898,7 +964,10 @@ func fenceLabels(s []byte, out []frameSent) []frameSent {
 			r4, _ := utf8.DecodeRune(s[min(len(s), k+n3):])
 			// a closing bracket, a run, or the opening rune again (a
 			// colon only as a run)
-			if f3 := fenceRun(r3); f3 > 0 && (closeBracket(r3) || r4 == r3 || r3 == r && f3 < 3) {
+			// a link's text ("[Admin policy](https://...)") or a URL's
+			// scheme ("(https://"): no label
+			link := r3 == ']' && r4 == '(' || r3 == '/' && s[k-1] == ':'
+			if f3 := fenceRun(r3); !link && f3 > 0 && (closeBracket(r3) || sameFence(r3, r4) || sameFence(r, r3) && f3 < 3) {
 				out = append(out, frameSent{a: int32(a), b: int32(b)})
 			}
 		}
@@ -923,6 +992,12 @@ func fenceRun(r rune) int {
 		return 2
 	}
 	return 0
+}
+
+// sameFence reports whether r2 continues a fence of r: the same rune, or
+// another of the box-drawing and block elements ("░▒▓", "═╡").
+func sameFence(r, r2 rune) bool {
+	return r2 == r || 0x2500 <= r && r <= 0x259f && 0x2500 <= r2 && r2 <= 0x259f
 }
 
 // asciiFenceRun is fenceRun for ASCII.
@@ -951,7 +1026,7 @@ func (sc *scanner) descWords() []int32 {
 	sc.descRead = true
 	for _, s := range [2]string{sc.self, sc.dnr.member(sc.item, "description")} {
 		normalize(s, &sc.dnt, true) // as an identifier: a name's parts are words
-		sc.dwords = sc.set.lex.readWords(sc.dnt.lower, sc.dwords[:0])
+		sc.dwords = sc.set.lex.readWords(&sc.dnt, sc.dwords[:0])
 		for _, w := range sc.dwords {
 			if w.id > 0 && !slices.Contains(sc.descIDs, w.id) {
 				sc.descIDs = append(sc.descIDs, w.id)
@@ -965,7 +1040,7 @@ func (sc *scanner) descWords() []int32 {
 // a server's noun after "the" and one or two words, the first of which
 // does not say it is this one ("the same server", "the remote server"; "the
 // Salesforce MCP server" names one).
-func (sc *scanner) namedAt(s []byte, words []frameWord, k int) bool {
+func (sc *scanner) namedAt(s, cased []byte, words []frameWord, k int) bool {
 	lx := sc.set.lex
 	if k < 2 || words[k].start || !lx.hasCat(s[words[k].a:words[k].b], lx.servers) {
 		return false
@@ -978,6 +1053,12 @@ func (sc *scanner) namedAt(s []byte, words []frameWord, k int) bool {
 			// the word after "the" says whose it is
 			return !notName(s[words[k-n].a:words[k-n].b])
 		}
+	}
+	// a product's name in capitals, not opening the sentence: "Netlify
+	// connectors", "Google Drive tool"
+	w := words[k-1]
+	if c := cased[w.a]; c >= 'A' && c <= 'Z' && !w.start && !notName(s[w.a:w.b]) && !capitals(cased[w.a:w.b]) {
+		return true
 	}
 	return false
 }

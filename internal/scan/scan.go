@@ -117,7 +117,7 @@ func (sc *scanner) toolsFrom(origin Origin, tools, others []json.RawMessage) [][
 		if len(all.siblings) >= maxSiblings {
 			break
 		}
-		all.addSibling(nr.name(o))
+		all.addOther(nr.name(o))
 	}
 	out := make([][]Finding, len(tools))
 	for i, t := range tools {
@@ -213,6 +213,7 @@ func Max(fs []Finding) Severity {
 type sibling struct {
 	name  string // as the tool names itself
 	lower string // normalized, lower case, for matching
+	other bool   // a tool of another server, not of the list scanned
 }
 
 type scanner struct {
@@ -309,9 +310,14 @@ func (sc *scanner) reset() {
 	sc.item, sc.descIDs, sc.descRead = nil, sc.descIDs[:0], false
 }
 
-// addSibling normalizes name in sc.nt: it is called before sc scans
-// anything.
-func (sc *scanner) addSibling(name string) {
+// addSibling adds a tool of the list scanned; addOther one of another
+// server (a name of both is the list's). They normalize name in sc.nt:
+// they are called before sc scans anything.
+func (sc *scanner) addSibling(name string) { sc.addName(name, false) }
+
+func (sc *scanner) addOther(name string) { sc.addName(name, true) }
+
+func (sc *scanner) addName(name string, other bool) {
 	nt := &sc.nt
 	normalize(name, nt, false)
 	l := string(bytes.TrimSpace(nt.lower))
@@ -321,7 +327,10 @@ func (sc *scanner) addSibling(name string) {
 	if sc.siblings == nil {
 		sc.siblings = map[string]sibling{}
 	}
-	sc.siblings[l] = sibling{name: name, lower: l}
+	if had, ok := sc.siblings[l]; ok && !had.other {
+		other = false
+	}
+	sc.siblings[l] = sibling{name: name, lower: l, other: other}
 	if sc.sibShape == nil {
 		sc.sibShape = new(sibFilter)
 	}
