@@ -977,7 +977,7 @@ func fenceLabels(s []byte, out []frameSent) []frameSent {
 }
 
 // fenceRun is how many of r in a row make a fence: 1 for an opening
-// bracket, 2 for another symbol or bracket, 3 for a colon (":::"; one or
+// bracket, 2 for another symbol, dash or bracket ("——"), 3 for a colon (":::"; one or
 // two are a sentence's), 0 for what is no fence (letters, digits, spaces,
 // the punctuation of a sentence: . , ; ' " ? !).
 func fenceRun(r rune) int {
@@ -987,7 +987,7 @@ func fenceRun(r rune) int {
 	switch {
 	case unicode.In(r, unicode.Ps, unicode.Pi):
 		return 1
-	case unicode.In(r, unicode.Pe, unicode.Pf, unicode.Sm, unicode.So),
+	case unicode.In(r, unicode.Pe, unicode.Pf, unicode.Pd, unicode.Sm, unicode.So),
 		unicode.Is(unicode.Po, r) && r != '\u2019' && r != '\u2018' && r != '\u201c' && r != '\u201d' && r != '\u2026' && r != '\u00b7':
 		return 2
 	}
