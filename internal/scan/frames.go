@@ -29,8 +29,10 @@ import (
 // categories come from the text's structure, not from words:
 //
 //	@self    the tool's own name
-//	@tool    another tool's name: snake_case with a verb in it, or a snake_case tool of the list
-//	@secret  an identifier whose last part names a secret (OPENAI_API_KEY, gh_token)
+//	@tool    another tool's name: snake_case with a verb in it, called with
+//	         "(" or after "calling", or a snake_case tool of the list
+//	@secret  an identifier whose last part names a secret and that has no
+//	         verb in it (OPENAI_API_KEY, gh_token)
 //	@named   "the X server", "the X MCP", "the X tools": a named other server
 //	@foreign a tool's name (snake_case with a verb in it, or followed by
 //	         "(") that is not a tool of this server's own list: another
@@ -977,9 +979,9 @@ func fenceLabels(s []byte, out []frameSent) []frameSent {
 }
 
 // fenceRun is how many of r in a row make a fence: 1 for an opening
-// bracket, 2 for another symbol, dash or bracket ("——"), 3 for a colon (":::"; one or
-// two are a sentence's), 0 for what is no fence (letters, digits, spaces,
-// the punctuation of a sentence: . , ; ' " ? !).
+// bracket, 2 for another symbol, dash or bracket ("——"), 3 for a colon
+// (":::"; one or two are a sentence's), 0 for what is no fence (letters,
+// digits, spaces, the punctuation of a sentence: . , ; ' " ? !).
 func fenceRun(r rune) int {
 	if r < utf8.RuneSelf {
 		return int(asciiFenceRun[r])
