@@ -317,7 +317,7 @@ func run(w io.Writer, o options) error {
 		fmt.Fprintf(w, "\ncore_poisoning records not flagged at medium or high:\n")
 		for _, r := range mal {
 			if r.Core && scan.Max(r.findings) < scan.Medium {
-				fmt.Fprintf(w, "  %s [%s] %s\n", r.ID, r.Category, describe(r))
+				fmt.Fprintf(w, "  %s [%s] %s\n", r.ID, r.Category, describe(r.Tool))
 			}
 		}
 		fmt.Fprintf(w, "\nbenign tools with a finding:\n")
@@ -666,7 +666,7 @@ func extraAttacks(w io.Writer, o options) error {
 		fs := o.after(scan.Origin{Package: a.Server}, []json.RawMessage{a.Tool}, nil)[0]
 		v[1].add(fs)
 		if scan.Max(fs) < scan.Medium {
-			missed = append(missed, fmt.Sprintf("  [%s] %s", a.Class, describe(&record{Tool: a.Tool})))
+			missed = append(missed, fmt.Sprintf("  [%s] %s", a.Class, describe(a.Tool)))
 		}
 		if o.before != nil {
 			v[0].add(o.before(scan.Origin{Package: a.Server}, []json.RawMessage{a.Tool}, nil)[0])
@@ -739,11 +739,11 @@ func uniqueRules(fs []scan.Finding) []string {
 	return out
 }
 
-func describe(r *record) string {
+func describe(tool json.RawMessage) string {
 	var t struct {
 		Description string `json:"description"`
 	}
-	_ = json.Unmarshal(r.Tool, &t)
+	_ = json.Unmarshal(tool, &t)
 	d := untrusted.Line(t.Description)
 	if len([]rune(d)) > 300 {
 		d = string([]rune(d)[:300]) + "…"
