@@ -875,6 +875,11 @@ func (sc *scanner) checkFrames(nt *normText) {
 			text |= unrelBit
 		}
 	}
+	if sc.onSentence != nil {
+		for _, st := range sents {
+			sc.onSentence(st.cat, s[st.a:st.b])
+		}
+	}
 	sc.fwords, sc.fsents, sc.flabels = words[:0], sents[:0], labels[:0]
 	for _, r := range set.frames {
 		if !r.frame.possible(text) || (r.In == "schema" && !schema) || len(r.Except) > 0 && r.excepted(sc.pb) {
