@@ -252,18 +252,19 @@ type scanner struct {
 	rd       *bytes.Buffer // the message walkJSON reads (the decoder reads it in place)
 	defn     bool          // scanning a definition (tool, prompt, resource, instructions): frames run
 	selfLow  string        // self in lower case (checkFrames)
+	fwords   []frameWord   // checkFrames' scratch
+	fsents   []frameSent
+	flabels  []frameSent
+	item     []byte  // the item being scanned (descWords reads its description for @unrelated)
+	descIDs  []int32 // the lexicon's words of the item's name and description, once read (descRead)
+	descRead bool
+	dnt      normText // descWords' scratch
+	dwords   []frameWord
+	dnr      nameReader
+
 	// onSentence, when set, is told each sentence checkFrames read and its
 	// categories (the measurement of notes/measurements/categories only).
 	onSentence func(cat catMask, sent []byte)
-	fwords     []frameWord // checkFrames' scratch
-	fsents     []frameSent
-	flabels    []frameSent
-	item       []byte  // the item being scanned (descWords reads its description for @unrelated)
-	descIDs    []int32 // the lexicon's words of the item's name and description, once read (descRead)
-	descRead   bool
-	dnt        normText // descWords' scratch
-	dwords     []frameWord
-	dnr        nameReader
 }
 
 // scanners keeps the buffers of finished list scans: a proxy scans every
